@@ -1,0 +1,44 @@
+# xclaw developer targets. `make test` works on a fresh Debian machine.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+APT_PACKAGES := git ripgrep bubblewrap
+STAMP := $(VENV)/.installed
+
+.PHONY: deps sysdeps demo test lint bench clean
+
+deps: sysdeps $(STAMP)
+
+# Debian packages the tools use for real (git, rg, bwrap). Installs only what is missing.
+sysdeps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get install -y -q $$missing || { $$SUDO apt-get update -q && $$SUDO apt-get install -y -q $$missing; }; \
+	fi
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	@touch $(STAMP)
+
+demo: deps
+	$(BIN)/xclaw demo
+
+lint: deps
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+
+test: deps lint
+	$(BIN)/python -m pytest -q
+
+bench: deps
+	$(BIN)/python bench/loop_overhead.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

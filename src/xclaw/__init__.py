@@ -1,0 +1,3 @@
+"""xclaw — a local-first AI agent harness."""
+
+__all__: list[str] = []

@@ -1,0 +1,124 @@
+"""Provider-agnostic conversation vocabulary: messages made of parts.
+
+Plain frozen dataclasses with slots: the loop builds thousands of them per session and hands
+the whole list to the model every turn, so they must be cheap to create and never copied.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of one tool call. Failures carry a stable code and a next step."""
+
+    ok: bool
+    message: str
+    data: dict[str, Any] = field(default_factory=dict)
+    error_code: str | None = None
+    retryable: bool = False
+    truncated: bool = False
+    hint: str = ""
+
+    @classmethod
+    def success(cls, message: str, truncated: bool = False, **data: Any) -> ToolResult:
+        return cls(ok=True, message=message, data=data, truncated=truncated)
+
+    @classmethod
+    def failure(
+        cls,
+        code: str,
+        message: str,
+        *,
+        hint: str = "",
+        retryable: bool = False,
+        data: dict[str, Any] | None = None,
+    ) -> ToolResult:
+        return cls(
+            ok=False,
+            message=message,
+            data=data or {},
+            error_code=code,
+            retryable=retryable,
+            hint=hint,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": self.ok, "message": self.message}
+        if self.data:
+            out["data"] = self.data
+        if self.error_code:
+            out["error_code"] = self.error_code
+            out["retryable"] = self.retryable
+        if self.hint:
+            out["hint"] = self.hint
+        if self.truncated:
+            out["truncated"] = True
+        return out
+
+    def to_model_text(self) -> str:
+        """The compact JSON a model reads back."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    media_type: str
+    data: bytes
+    kind: Literal["image"] = "image"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    call_id: str
+    name: str
+    result: ToolResult
+    kind: Literal["tool_result"] = "tool_result"
+
+
+Part = TextPart | ImagePart | ToolCallPart | ToolResultPart
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    parts: tuple[Part, ...]
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls("user", (TextPart(text),))
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls("system", (TextPart(text),))
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @property
+    def tool_results(self) -> list[ToolResultPart]:
+        return [p for p in self.parts if isinstance(p, ToolResultPart)]

@@ -1,0 +1,124 @@
+"""What the loop needs to know about tools, policy and approval — as interfaces only.
+
+``core`` never imports a concrete tool, policy or approver; the coding face wires them in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal, Protocol
+
+from xclaw.core.messages import ToolCallPart, ToolResult
+
+
+class Risk(StrEnum):
+    """Seed 000 §8.1 risk table."""
+
+    READ = "read"
+    WRITE = "write"
+    EXECUTE = "execute"
+    SENSITIVE = "sensitive"
+    DESTRUCTIVE = "destructive"
+    EXTERNAL = "external"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What a model is told about a tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    read_only: bool
+    risk: Risk
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """A narrow rule an *allow for task* answer adds: one directory, or one program+subcommand."""
+
+    kind: Literal["path", "command"]
+    value: str
+
+    def describe(self) -> str:
+        what = "files under" if self.kind == "path" else "the command"
+        return f"{what} {self.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: Literal["allow", "ask", "deny"]
+    risk: Risk
+    reason: str = ""
+    code: str = ""
+    grant: Grant | None = None
+    targets: tuple[str, ...] = ()
+
+
+ALLOW_READ = Decision("allow", Risk.READ)
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    program: str
+    argv: tuple[str, ...]
+    cwd: str
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What a call would touch, raw from the model: the policy resolves and judges it."""
+
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    command: Command | None = None
+
+
+NO_ACCESS = Access()
+
+
+@dataclass(slots=True)
+class PreparedCall:
+    """A call whose arguments passed validation. Nothing has run yet."""
+
+    call: ToolCallPart
+    spec: ToolSpec
+    args: Any
+    key: str  # normalised name+arguments, for identical-call detection and idempotency
+    access: Access = NO_ACCESS
+    decision: Decision = ALLOW_READ
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Answer = Literal["once", "task", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    tool: str
+    summary: str
+    decision: Decision
+
+
+OutputSink = Callable[[str, str], None]
+"""(stream, text) -> None: live stdout/stderr of a running tool."""
+
+
+class Toolbox(Protocol):
+    def specs(self) -> Sequence[ToolSpec]: ...
+
+    def prepare(self, call: ToolCallPart) -> PreparedCall | ToolResult: ...
+
+    async def execute(self, prepared: PreparedCall, output: OutputSink) -> ToolResult: ...
+
+
+class Policy(Protocol):
+    def evaluate(self, prepared: PreparedCall) -> Decision: ...
+
+    def grant(self, grant: Grant) -> None: ...
+
+
+class Approver(Protocol):
+    async def approve(self, request: ApprovalRequest) -> Answer: ...

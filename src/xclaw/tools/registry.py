@@ -1,0 +1,130 @@
+"""Tool registries are instances. ``bind`` gives the loop a per-run ``Toolbox``."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from xclaw.core.errors import ToolError
+from xclaw.core.messages import ToolCallPart, ToolResult
+from xclaw.core.tooling import OutputSink, PreparedCall, ToolSpec
+from xclaw.tools.base import Tool, ToolContext, Workspace
+from xclaw.tools.output import cap_result
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.register(t)
+
+    def register(self, t: Tool) -> Tool:
+        if t.name in self._tools:
+            raise ValueError(f"a tool named {t.name!r} is already registered")
+        self._tools[t.name] = t
+        return t
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def bind(self, workspace: Workspace) -> BoundToolbox:
+        return BoundToolbox(self, workspace)
+
+
+def describe_validation_error(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors(include_url=False, include_input=False):
+        loc = ".".join(str(x) for x in e["loc"]) or "(arguments)"
+        parts.append(f"{loc}: {e['msg']}")
+    return "; ".join(parts)
+
+
+class BoundToolbox:
+    """The registry bound to one run's workspace; implements ``core.tooling.Toolbox``."""
+
+    def __init__(self, registry: ToolRegistry, workspace: Workspace) -> None:
+        self.registry = registry
+        self.workspace = workspace
+        self._specs = [t.spec for t in registry]
+
+    def specs(self) -> Sequence[ToolSpec]:
+        return self._specs
+
+    def prepare(self, call: ToolCallPart) -> PreparedCall | ToolResult:
+        t = self.registry.get(call.name)
+        if t is None:
+            return ToolResult.failure(
+                "TOOL_NOT_FOUND",
+                f"There is no tool named {call.name!r}.",
+                hint="Use one of: " + ", ".join(self.registry.names()),
+                retryable=True,
+            )
+        if not isinstance(call.arguments, dict):
+            return _invalid(t, "arguments must be a JSON object")
+        try:
+            args = t.args_model.model_validate(call.arguments)
+        except ValidationError as err:
+            return _invalid(t, describe_validation_error(err))
+        key = call.name + json.dumps(call.arguments, sort_keys=True, default=str)
+        return PreparedCall(call, t.spec, args, key, access=t.access(args), extra={"tool": t})
+
+    async def execute(self, prepared: PreparedCall, output: OutputSink) -> ToolResult:
+        t: Tool = prepared.extra["tool"]
+        once = tuple(Path(p) for p in prepared.decision.targets)
+        ctx = ToolContext(self.workspace, output, prepared.call.call_id, once_roots=once)
+        try:
+            result = await _invoke(t, ctx, prepared.args)
+        except ToolError as err:
+            result = ToolResult.failure(
+                err.code, err.message, hint=err.hint, retryable=err.retryable, data=err.data
+            )
+        except TimeoutError:
+            result = ToolResult.failure(
+                "TOOL_TIMEOUT",
+                f"{t.name} did not finish within {t.timeout_s:g}s.",
+                hint="Try a smaller request.",
+                retryable=True,
+            )
+        except Exception as err:  # noqa: BLE001 - a broken tool must never kill the loop
+            result = ToolResult.failure(
+                "TOOL_CRASHED",
+                f"{t.name} failed unexpectedly: {type(err).__name__}: {err}",
+                hint="Report this as a bug; try another approach meanwhile.",
+            )
+        return cap_result(result, t.output_cap)
+
+
+def _invalid(t: Tool, detail: str) -> ToolResult:
+    return ToolResult.failure(
+        "TOOL_ARGUMENTS_INVALID",
+        f"Arguments for {t.name} are invalid: {detail}",
+        hint="Send the call again with arguments matching the tool's schema; nothing ran.",
+        retryable=True,
+        data={"schema": t.spec.parameters},
+    )
+
+
+async def _invoke(t: Tool, ctx: ToolContext, args: Any) -> ToolResult:
+    kwargs = {name: getattr(args, name) for name in type(args).model_fields}
+    if t.wants_context:
+        out = t.fn(ctx, **kwargs)
+    else:
+        out = t.fn(**kwargs)
+    if inspect.isawaitable(out):
+        return await asyncio.wait_for(out, timeout=t.timeout_s)
+    return out

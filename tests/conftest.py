@@ -1,0 +1,42 @@
+"""Shared test setup. Tests never reach a network host: only loopback connections are allowed."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_real_connect = socket.socket.connect
+_LOOPBACK = ("127.", "::1", "localhost")
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> Any:
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        host = str(address[0])
+        if not host.startswith(_LOOPBACK):
+            raise RuntimeError(f"tests must not reach the network (tried {host})")
+    return _real_connect(self, address)
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.delenv("XCLAW_MODEL", raising=False)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Iterator[Path]:
+    """An empty project root (resolved, so symlinked /tmp layouts compare equal)."""
+    d = tmp_path / "proj"
+    d.mkdir()
+    yield d.resolve()
