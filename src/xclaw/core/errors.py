@@ -5,7 +5,8 @@ Every error a user can see carries a stable ``code``, a plain sentence and a nex
     XclawError                      code, message, hint
     ├── ConfigError                 CONFIG_INVALID, MODEL_NOT_CONFIGURED, ...
     ├── ModelError                  a model or transport failed
-    │   └── ScriptMismatch          a ScriptedModel saw something it did not expect
+    │   ├── ScriptMismatch          a ScriptedModel saw something it did not expect
+    │   └── ProtocolViolation       a reply broke the tool protocol (resend, bounded)
     ├── ToolError                   raised inside a tool; becomes a failed ToolResult
     │   ├── ToolArgumentsInvalid    TOOL_ARGUMENTS_INVALID (retryable)
     │   └── PolicyDenied            PATH_*, COMMAND_DENIED, APPROVAL_DENIED, ...
@@ -47,6 +48,19 @@ class ModelError(XclawError):
 
 class ScriptMismatch(ModelError):
     code = "SCRIPT_MISMATCH"
+
+
+class ProtocolViolation(ModelError):
+    """A reply that broke the tool protocol; the loop sends ``feedback`` and asks again."""
+
+    code = "PROTOCOL_INVALID"
+
+    def __init__(
+        self, message: str, *, code: str | None = None, feedback: str = "", reply_text: str = ""
+    ) -> None:
+        super().__init__(message, code=code, hint="The model is asked to resend.")
+        self.feedback = feedback
+        self.reply_text = reply_text
 
 
 class ToolError(XclawError):

@@ -2,7 +2,13 @@
 
 Refused outright (PolicyDenied): NUL bytes, empty paths, Windows drive and UNC forms, device
 and other special files, symlinks that lead out of the root. Outside the root (``..``,
-absolute paths): PATH_OUTSIDE_ROOT, which the policy engine turns into an approval request.
+absolute paths): PATH_OUTSIDE_ROOT, which the policy engine turns into an approval request;
+the error's ``data["path"]`` holds the resolved target so the engine can name it.
+
+The returned ``path`` is always the fully resolved target. Writers must use it rather than the
+raw string, so a write through a symlink lands on the checked target and never follows a link
+swapped in later. This is policy isolation, not an OS sandbox: a local process racing the
+check (TOCTOU) is out of scope, as the seed says.
 """
 
 from __future__ import annotations
@@ -11,11 +17,14 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from xclaw.core.errors import PolicyDenied
 
-_WINDOWS_FORM = re.compile(r"^(?:[A-Za-z]:|\\\\|//[^/]|\\\?\\|\\\\\.\\)")
+# C:\x  C:/x  c:x  \\server\share  //server/share  \\?\  \\.\  \??\  and root-relative \x
+_WINDOWS_FORM = re.compile(r"^(?:[A-Za-z]:|\\|//[^/])")
+# Kernel views and device trees: never regular project data, even when a grant covers them.
+_SPECIAL_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,19 +34,29 @@ class ResolvedPath:
     inside_root: bool
 
 
-def _deny(code: str, message: str, hint: str) -> PolicyDenied:
-    return PolicyDenied(message, code=code, hint=hint)
+def _deny(code: str, message: str, hint: str, path: Path | None = None) -> PolicyDenied:
+    err = PolicyDenied(message, code=code, hint=hint)
+    if path is not None:
+        err.data["path"] = str(path)
+    return err
 
 
 def check_syntax(raw: str) -> None:
-    if not raw or not raw.strip():
-        raise _deny("PATH_INVALID", "The path is empty.", "Give a path relative to the root.")
+    """Refuse paths that are malformed before touching the filesystem."""
     if "\x00" in raw:
         raise _deny("PATH_INVALID", "The path contains a NUL byte.", "Remove the NUL byte.")
+    if not raw or not raw.strip():
+        raise _deny("PATH_INVALID", "The path is empty.", "Give a path relative to the root.")
     if _WINDOWS_FORM.match(raw):
         raise _deny(
             "PATH_INVALID",
             f"Windows drive and UNC paths are not accepted: {raw!r}.",
+            "Use a path relative to the project root, with forward slashes.",
+        )
+    if raw == "~" or raw.startswith("~/"):
+        raise _deny(
+            "PATH_INVALID",
+            f"{raw!r} starts with '~', which is not expanded.",
             "Use a path relative to the project root.",
         )
 
@@ -54,44 +73,107 @@ def resolve_inside_root(
     write: bool = False,
     must_exist: bool = False,
 ) -> ResolvedPath:
-    """Resolve ``raw`` under ``root`` (or a granted extra root), refusing every escape."""
+    """Resolve ``raw`` under ``root`` (or a granted extra root), refusing every escape.
+
+    ``write`` needs no extra handling: the target is resolved through any final symlink,
+    and the caller writes to the resolved ``path``, never through the link.
+    """
     check_syntax(raw)
-    lexical = Path(os.path.normpath(os.path.join(root, raw)))
-    real = Path(os.path.realpath(lexical))
-    inside_lexically = _within(lexical, root)
-    if _within(real, root):
-        inside = True
-    elif any(_within(real, r) for r in extra_roots):
-        inside = False
-    elif inside_lexically:
+    root = Path(os.path.realpath(root))
+    joined = os.path.join(root, raw)
+    # realpath walks component by component, so "link/.." means what the OS means by it;
+    # the lexical form only tells a symlink escape apart from a plain outside path.
+    real = Path(os.path.realpath(joined))
+    lexical = Path(os.path.normpath(joined))
+    exists, problem = _inspect(real, raw)
+    inside = _within(real, root)
+    if not inside:
+        _check_outside(real, lexical, raw, root, extra_roots)
+    if problem is not None:
+        raise _deny("PATH_INVALID", f"{raw!r} cannot be inspected: {problem}.", "Check the path.")
+    if must_exist and not exists:
+        raise _deny("PATH_NOT_FOUND", f"{raw!r} does not exist.", "Check the path.")
+    if not inside:
+        return ResolvedPath(real, str(real), False)
+    rel = real.relative_to(root).as_posix() if real != root else "."
+    return ResolvedPath(real, rel, True)
+
+
+def _check_outside(
+    real: Path, lexical: Path, raw: str, root: Path, extra_roots: tuple[Path, ...]
+) -> None:
+    """Return when a grant covers ``real``; otherwise raise the matching refusal."""
+    if any(_within(real, t) for t in _SPECIAL_TREES):
+        raise _special(raw)
+    if any(_within(real, Path(os.path.realpath(r))) for r in extra_roots):
+        return
+    if _within(lexical, root):
         raise _deny(
             "PATH_SYMLINK_ESCAPE",
             f"{raw!r} leads outside the root through a symbolic link.",
             "Work on files inside the project; symlinks out of it are refused.",
         )
-    else:
-        raise _deny(
-            "PATH_OUTSIDE_ROOT",
-            f"{raw!r} is outside the project root.",
-            "Use a path inside the project, or ask the user to approve access.",
-        )
-    _check_kind(real, raw, must_exist=must_exist)
-    rel = real.relative_to(root).as_posix() if inside and real != root else ("." if inside else "")
-    return ResolvedPath(real, rel or str(real), inside)
+    raise _deny(
+        "PATH_OUTSIDE_ROOT",
+        f"{raw!r} is outside the project root.",
+        "Use a path inside the project, or ask the user to approve access.",
+        path=real,
+    )
 
 
-def _check_kind(real: Path, raw: str, *, must_exist: bool) -> None:
+def _inspect(real: Path, raw: str) -> tuple[bool, str | None]:
+    """(exists, problem). Special files are refused at once, wherever they are."""
     try:
         st = os.stat(real)
-    except FileNotFoundError:
-        if must_exist:
-            raise _deny("PATH_NOT_FOUND", f"{raw!r} does not exist.", "Check the path.") from None
-        return
-    except OSError as err:
-        raise _deny("PATH_INVALID", f"{raw!r} cannot be inspected: {err.strerror}.", "") from None
+    except (FileNotFoundError, NotADirectoryError):
+        return False, None
+    except OSError as err:  # ELOOP, EACCES: reported after the containment check
+        return False, err.strerror or type(err).__name__
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-        raise _deny(
-            "PATH_SPECIAL",
-            f"{raw!r} is a device, socket or pipe; only regular files and folders are allowed.",
-            "Use a regular file.",
-        )
+        raise _special(raw)
+    return True, None
+
+
+def _special(raw: str) -> PolicyDenied:
+    return _deny(
+        "PATH_SPECIAL",
+        f"{raw!r} is a device, socket, pipe or kernel file; only regular files and folders "
+        "are allowed.",
+        "Use a regular file inside the project.",
+    )
+
+
+_SECRET_NAMES = frozenset(
+    {
+        ".env",
+        ".npmrc",
+        ".pypirc",
+        ".netrc",
+        "_netrc",
+        ".git-credentials",
+        "credentials.json",
+        ".pgpass",
+        ".htpasswd",
+    }
+)
+_SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx")
+_SECRET_PREFIXES = ("id_rsa", "id_ed25519", "id_ecdsa", "id_dsa")
+_SECRET_DIRS = frozenset({".ssh", ".gnupg"})
+# Checked-in templates document variable names, not values.
+_ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
+_SECRET_IN_DIR = {".aws": {"credentials", "config"}, ".kube": {"config"}, ".docker": {"config.json"}}
+
+
+def is_secret_path(rel: str) -> bool:
+    """True for credential-like files: .env, keys, registry tokens, anything under .ssh/."""
+    parts = [p.lower() for p in PurePosixPath(rel.replace("\\", "/")).parts if p not in ("/", ".")]
+    if not parts:
+        return False
+    if any(p in _SECRET_DIRS for p in parts):
+        return True
+    name = parts[-1]
+    if name in _SECRET_NAMES or name.endswith(_SECRET_SUFFIXES) or name.startswith(_SECRET_PREFIXES):
+        return True
+    if name.startswith(".env.") and name not in _ENV_TEMPLATES:
+        return True
+    return len(parts) >= 2 and name in _SECRET_IN_DIR.get(parts[-2], set())

@@ -119,7 +119,7 @@ def _split_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 def _args_model(name: str, fn: ToolFn) -> tuple[type[BaseModel], bool]:
     sig = inspect.signature(fn)
-    hints = get_type_hints(fn)
+    hints = get_type_hints(fn, include_extras=True)  # keep Annotated[..., Field(...)] limits
     params = list(sig.parameters.values())
     wants_context = bool(params) and hints.get(params[0].name) is ToolContext
     if wants_context:

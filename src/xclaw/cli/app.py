@@ -1,0 +1,26 @@
+"""The ``xclaw`` command line (typer + rich)."""
+
+from __future__ import annotations
+
+import typer
+
+from xclaw.cli import tools_cmd
+from xclaw.cli.demo_cmd import demo
+from xclaw.cli.doctor_cmd import doctor
+from xclaw.cli.run_cmd import run
+
+app = typer.Typer(
+    name="xclaw",
+    help="xclaw — a local-first AI agent harness. Start with `xclaw demo`.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command()(run)
+app.command()(demo)
+app.command()(doctor)
+app.add_typer(tools_cmd.app, name="tools")
+
+
+def main() -> None:
+    app()

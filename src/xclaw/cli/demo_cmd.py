@@ -1,0 +1,60 @@
+"""``xclaw demo``: a scripted end-to-end run through the real loop, policy and tools."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import typer
+
+from xclaw.cli.common import console, err_console
+from xclaw.cli.render import LiveView, print_summary
+from xclaw.coding.demo.run import prepare_dir, run_demo, script_path
+from xclaw.core.errors import ScriptMismatch
+from xclaw.core.events import Event, EventBus
+
+_URL = re.compile(r"http://127\.0\.0\.1:\d+/?")
+
+
+def demo(
+    directory: Path | None = typer.Option(None, "--dir", help="Empty folder to build in."),
+) -> None:
+    """Build, serve, break and fix a small website with a scripted model (no key needed)."""
+    try:
+        root = prepare_dir(directory)
+    except FileExistsError as err:
+        err_console.print(f"[red]DEMO_DIR_NOT_EMPTY[/]: {err}. Pass --dir with an empty folder.")
+        raise typer.Exit(2) from None
+    console.print(
+        "[bold]xclaw demo[/] — a [bold]scripted[/] run: the model's turns come from "
+        f"{script_path().name}; the loop, policy, tools, build and server are real.\n"
+        f"Project folder: {root}\n"
+    )
+    served: list[str] = []
+    bus = EventBus()
+    bus.subscribe(LiveView(console))
+
+    def watch(ev: Event) -> None:
+        if ev.type == "tool.completed" and ev.payload.get("name") == "terminal.exec":
+            stdout = str((ev.payload.get("data") or {}).get("stdout", ""))
+            if ev.payload.get("ok") and "-> 200" in stdout:
+                served.extend(_URL.findall(stdout))
+
+    bus.subscribe(watch)
+    result, model = asyncio.run(run_demo(root, bus))
+    print_summary(console, result)
+    try:
+        model.assert_complete()
+    except ScriptMismatch as err:
+        err_console.print(f"[red]{err.code}[/]: {err.message}")
+        raise typer.Exit(1) from None
+    named = [u for u in served if u.rstrip("/") in result.reply]
+    if not result.ok or not named:
+        err_console.print("[red]DEMO_FAILED[/]: the run did not finish with a served URL.")
+        raise typer.Exit(1)
+    console.print(
+        f"\n[green]The dev server answered HTTP 200 at {named[0]} during the run[/] "
+        "(it was stopped at the end).\nThis was a scripted model. To drive the same agent with a "
+        "real model: [bold]xclaw run -C DIR --model provider:model \"your task\"[/]."
+    )

@@ -1,0 +1,69 @@
+"""``xclaw doctor``: what this machine has, and what to install."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from xclaw.cli.common import console
+from xclaw.config import load_config
+from xclaw.core.errors import XclawError
+from xclaw.dirs import data_dir
+
+# (name, program, version flag, required, install hint)
+PROGRAMS = [
+    ("git", "git", "--version", True, "apt-get install git"),
+    ("ripgrep", "rg", "--version", False, "apt-get install ripgrep (fs.search falls back to Python)"),
+    ("bubblewrap", "bwrap", "--version", False, "apt-get install bubblewrap (sandboxing)"),
+    ("chromium", "chromium", "--version", False, "apt-get install chromium (browser tools)"),
+]
+
+
+def _version(program: str, flag: str) -> str | None:
+    path = shutil.which(program)
+    if path is None:
+        return None
+    try:
+        out = subprocess.run([path, flag], capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return f"{path} (version unknown)"
+    first = (out.stdout or out.stderr).strip().splitlines()
+    return first[0] if first else path
+
+
+def doctor(
+    directory: Path = typer.Option(Path("."), "-C", "--directory", help="Project to check."),
+) -> None:
+    """Check python, git, rg, bwrap, chromium, the config and the data directory."""
+    table = Table("check", "status", "detail")
+    ok = sys.version_info >= (3, 11)
+    table.add_row("python", "ok" if ok else "missing", sys.version.split()[0])
+    for name, program, flag, required, hint in PROGRAMS:
+        version = _version(program, flag)
+        if version:
+            table.add_row(name, "ok", version)
+        else:
+            table.add_row(name, "missing" if required else "optional", hint)
+            ok = ok and not required
+    try:
+        cfg = load_config(directory)
+        table.add_row("config", "ok", f"model: {cfg.model or '(none: use --model)'}")
+    except XclawError as err:
+        table.add_row("config", "error", str(err))
+        ok = False
+    try:
+        d = data_dir()
+        probe = d / ".doctor-probe"
+        probe.write_text("ok")
+        probe.unlink()
+        table.add_row("data dir", "ok", str(d))
+    except OSError as err:
+        table.add_row("data dir", "error", f"{err}")
+        ok = False
+    console.print(table)
+    raise typer.Exit(0 if ok else 1)

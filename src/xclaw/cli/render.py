@@ -1,0 +1,98 @@
+"""The live view: prints runtime events as they arrive. It observes; it never drives."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from xclaw.core.events import Event
+from xclaw.core.state import RunResult
+
+
+def summarize_args(arguments: dict[str, Any], limit: int = 100) -> str:
+    parts = []
+    for key, value in arguments.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        text = text.replace("\n", "⏎")
+        if len(text) > 40:
+            text = text[:37] + "…"
+        parts.append(f"{key}={text}")
+    out = " ".join(parts)
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
+class LiveView:
+    def __init__(self, console: Console, *, show_output: bool = True) -> None:
+        self.console = console
+        self.show_output = show_output
+
+    def __call__(self, ev: Event) -> None:
+        handler = getattr(self, "on_" + ev.type.replace(".", "_"), None)
+        if handler is not None:
+            handler(ev)
+
+    def on_run_started(self, ev: Event) -> None:
+        p = ev.payload
+        self.console.print(f"[bold]▶ run {ev.session_id}[/] · model {escape(str(p['model']))}")
+
+    def on_model_message_complete(self, ev: Event) -> None:
+        text = str(ev.payload.get("text") or "").strip()
+        if text and ev.payload.get("tool_calls"):
+            self.console.print(f"[dim]turn {ev.turn}: {escape(text[:300])}[/]")
+
+    def on_tool_proposed(self, ev: Event) -> None:
+        args = summarize_args(ev.payload.get("arguments") or {})
+        self.console.print(f"[cyan]→ {ev.payload['name']}[/] [dim]{escape(args)}[/]")
+
+    def on_tool_output(self, ev: Event) -> None:
+        if not self.show_output:
+            return
+        style = "red" if ev.payload.get("stream") == "stderr" else "dim"
+        for line in str(ev.payload.get("text", "")).splitlines():
+            self.console.print(f"  [{style}]│ {escape(line)}[/]")
+
+    def on_tool_completed(self, ev: Event) -> None:
+        p = ev.payload
+        ms = p.get("duration_ms", 0)
+        if p.get("ok"):
+            self.console.print(f"  [green]✓[/] {escape(str(p['message']))} [dim]({ms} ms)[/]")
+            urls = (p.get("data") or {}).get("detectedUrls")
+            if urls:
+                self.console.print(f"  [bold green]url[/] {escape(', '.join(urls))}")
+        else:
+            code = p.get("error_code") or "ERROR"
+            self.console.print(f"  [red]✗ {code}[/] {escape(str(p['message']))}")
+
+    def on_approval_resolved(self, ev: Event) -> None:
+        self.console.print(f"  [yellow]approval: {ev.payload.get('answer')}[/]")
+
+    def on_gate_refused(self, ev: Event) -> None:
+        self.console.print(f"[yellow]! completion refused:[/] {escape(str(ev.payload['reminder']))}")
+
+    def on_protocol_invalid(self, ev: Event) -> None:
+        self.console.print(f"[yellow]! protocol error {ev.payload.get('code')}[/]")
+
+
+def print_summary(console: Console, result: RunResult) -> None:
+    m = result.metrics
+    colour = {"completed": "green", "interrupted": "yellow", "failed": "red"}[result.status]
+    console.rule(f"[{colour}]{result.status}[/]")
+    if result.reply:
+        console.print(escape(result.reply))
+    if result.reason:
+        console.print(f"[{colour}]reason:[/] {escape(result.reason)}")
+    if result.changed_files:
+        console.print("[bold]changed files:[/] " + escape(", ".join(result.changed_files)))
+    for proc in result.kept_processes:
+        urls = ", ".join(proc.get("detectedUrls") or [])
+        console.print(f"[bold]still running:[/] {proc.get('processId')} pid {proc.get('pid')} {urls}")
+    tokens = ""
+    if m.input_tokens is not None or m.output_tokens is not None:
+        tokens = f" · tokens in {m.input_tokens or 0} out {m.output_tokens or 0}"
+    console.print(
+        f"[dim]session {result.session_id} · {m.rounds} turns · {m.tool_calls} tool calls "
+        f"({m.failed_calls} failed) · {m.duration_ms / 1000:.1f}s{tokens}[/]"
+    )

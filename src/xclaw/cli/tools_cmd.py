@@ -1,0 +1,92 @@
+"""``xclaw tools list`` and ``xclaw tools call``: one call through validation and policy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import typer
+from rich.table import Table
+
+from xclaw.cli.common import console, fail, make_approver
+from xclaw.coding.toolset import coding_registry
+from xclaw.core.dispatch import run_tool_calls
+from xclaw.core.errors import ConfigError, XclawError
+from xclaw.core.events import EventBus
+from xclaw.core.limits import Limits
+from xclaw.core.messages import ToolCallPart, ToolResult
+from xclaw.core.state import RunState
+from xclaw.core.tooling import Approver, Policy, Toolbox
+from xclaw.dirs import run_output_dir
+from xclaw.policy.engine import PolicyEngine
+from xclaw.tools.base import Workspace
+
+app = typer.Typer(help="Inspect and call tools directly.", no_args_is_help=True)
+
+
+@dataclass(slots=True)
+class _CallDeps:
+    toolbox: Toolbox
+    policy: Policy
+    approver: Approver
+    bus: EventBus = field(default_factory=EventBus)
+    limits: Limits = field(default_factory=Limits)
+
+
+@app.command("list")
+def list_tools(as_json: bool = typer.Option(False, "--json", help="Print the schemas as JSON.")) -> None:
+    """List the tools, their risk and whether they are read-only."""
+    registry = coding_registry()
+    if as_json:
+        specs = [
+            {"name": t.name, "description": t.description, "risk": str(t.risk),
+             "read_only": t.read_only, "parameters": t.spec.parameters}
+            for t in registry
+        ]
+        typer.echo(json.dumps(specs, indent=2))
+        return
+    table = Table("tool", "risk", "read-only", "description")
+    for t in registry:
+        table.add_row(t.name, str(t.risk), "yes" if t.read_only else "no", t.description)
+    console.print(table)
+
+
+async def call_once(name: str, arguments: object, root: Path, approver: Approver) -> ToolResult:
+    workspace = Workspace(root, output_dir=run_output_dir("tools-call"))
+    deps = _CallDeps(coding_registry().bind(workspace), PolicyEngine(workspace), approver)
+    state = RunState("tools-call", f"call {name}", [])
+    # Non-object JSON goes through as-is: prepare() answers it with TOOL_ARGUMENTS_INVALID.
+    args = cast(dict[str, Any], arguments)
+    try:
+        records = await run_tool_calls(state, deps, [ToolCallPart("call_1", name, args)])
+    finally:
+        if workspace.processes is not None:
+            await workspace.processes.stop_all()
+    return records[0].result
+
+
+@app.command("call")
+def call(
+    name: str = typer.Argument(..., help="Tool name, e.g. fs.read"),
+    args: str = typer.Option("{}", "--args", help="Arguments as a JSON object."),
+    directory: Path = typer.Option(Path("."), "-C", "--directory", help="Project root."),
+    approval: str | None = typer.Option(None, "--approval", help="ask | deny | allow"),
+) -> None:
+    """Run one tool call through validation, policy and approval; print the ToolResult."""
+    try:
+        if not directory.is_dir():
+            raise ConfigError(f"Project directory {directory} does not exist.")
+        try:
+            arguments = json.loads(args)
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"--args is not valid JSON: {err.msg}",
+                              code="TOOL_ARGUMENTS_INVALID", hint="Pass a JSON object.") from None
+        result = asyncio.run(call_once(name, arguments, directory.resolve(),
+                                       make_approver(approval)))
+    except XclawError as err:
+        fail(err)
+    typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
+    raise typer.Exit(0 if result.ok else 1)

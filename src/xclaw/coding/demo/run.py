@@ -1,0 +1,38 @@
+"""``xclaw demo``: the seed 000 §14.4 scenario, driven by a ScriptedModel, no key needed."""
+
+from __future__ import annotations
+
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from xclaw.coding.agent import Agent
+from xclaw.core.events import EventBus
+from xclaw.core.state import RunResult
+from xclaw.models.scripted import ScriptedModel, load_script
+
+DEMO_TASK = (
+    "Create a small multi-page website in this empty folder with a build step. Build it, "
+    "serve it locally and confirm it answers, then add a contact section to the about page, "
+    "rebuild, and make sure the build passes and the page is served."
+)
+
+
+def script_path() -> Path:
+    return Path(str(resources.files("xclaw.coding.demo").joinpath("script.yaml")))
+
+
+def prepare_dir(directory: Path | None) -> Path:
+    if directory is None:
+        return Path(tempfile.mkdtemp(prefix="xclaw-demo-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    if any(directory.iterdir()):
+        raise FileExistsError(f"{directory} is not empty; the demo needs an empty folder")
+    return directory
+
+
+async def run_demo(directory: Path, bus: EventBus) -> tuple[RunResult, ScriptedModel]:
+    model = ScriptedModel(load_script(script_path()), name="scripted demo")
+    agent = Agent(model, directory, approval="deny", bus=bus)
+    result = await agent.run(DEMO_TASK)
+    return result, model

@@ -1,0 +1,229 @@
+"""Tool dispatch for one model turn, in the fixed order of the blueprint:
+validate → policy → approval → execute → cap → feed back.
+
+Approvals are asked one at a time, in call order. Consecutive read-only calls run
+concurrently; any call with side effects runs alone, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Protocol
+
+from xclaw.core.errors import LimitExceeded
+from xclaw.core.events import Event, EventBus, EventType
+from xclaw.core.limits import Limits
+from xclaw.core.messages import Message, ToolCallPart, ToolResult, ToolResultPart
+from xclaw.core.state import RunState, ToolCallRecord
+from xclaw.core.tooling import (
+    Approver,
+    ApprovalRequest,
+    Decision,
+    Policy,
+    PreparedCall,
+    Toolbox,
+    ToolSpec,
+)
+
+
+class DispatchDeps(Protocol):
+    """What dispatch needs; the loop's ``LoopDeps`` and ``xclaw tools call`` both provide it."""
+
+    @property
+    def toolbox(self) -> Toolbox: ...
+    @property
+    def policy(self) -> Policy: ...
+    @property
+    def approver(self) -> Approver: ...
+    @property
+    def bus(self) -> EventBus: ...
+    @property
+    def limits(self) -> Limits: ...
+
+
+def emit(
+    deps: DispatchDeps, state: RunState, type_: EventType, call_id: str | None = None,
+    **payload: object,
+) -> None:
+    if deps.bus.active:
+        deps.bus.emit(Event(type_, state.session_id, state.turn, dict(payload), call_id))
+
+
+async def run_tool_calls(
+    state: RunState, deps: DispatchDeps, calls: list[ToolCallPart]
+) -> list[ToolCallRecord]:
+    results: dict[int, tuple[ToolResult, float]] = {}
+    ready: list[tuple[int, PreparedCall]] = []
+    seen: set[str] = set()
+    repeated: str | None = None
+    for i, call in enumerate(calls):
+        emit(deps, state, "tool.proposed", call.call_id, name=call.name, arguments=call.arguments)
+        if call.call_id in seen:
+            results[i] = (_duplicate_id(call), 0.0)
+            continue
+        seen.add(call.call_id)
+        prepared = deps.toolbox.prepare(call)
+        if isinstance(prepared, ToolResult):
+            results[i] = (prepared, 0.0)
+            continue
+        if _is_repeat_over_limit(state, deps, prepared.key):
+            repeated = call.name
+            results[i] = (_repeated(call, deps.limits.max_identical_calls), 0.0)
+            continue
+        refusal = await _authorize(state, deps, prepared)
+        if refusal is not None:
+            results[i] = (refusal, 0.0)
+            continue
+        ready.append((i, prepared))
+    for batch in _batches(ready):
+        if len(batch) > 1:
+            outs = await asyncio.gather(*(_execute(state, deps, p) for _, p in batch))
+        else:
+            outs = [await _execute(state, deps, batch[0][1])]
+        for (i, _), out in zip(batch, outs, strict=True):
+            results[i] = out
+    records = _record(state, deps, calls, results)
+    if repeated is not None:
+        raise LimitExceeded(
+            f"{repeated} was called with identical arguments more than "
+            f"{deps.limits.max_identical_calls} times in a row",
+            code="LIMIT_REPEATED_CALLS",
+        )
+    return records
+
+
+def _record(
+    state: RunState,
+    deps: DispatchDeps,
+    calls: list[ToolCallPart],
+    results: dict[int, tuple[ToolResult, float]],
+) -> list[ToolCallRecord]:
+    parts: list[ToolResultPart] = []
+    records: list[ToolCallRecord] = []
+    for i, call in enumerate(calls):
+        result, ms = results[i]
+        parts.append(ToolResultPart(call.call_id, call.name, result))
+        spec = _spec(deps, call.name)
+        read_only, risk = (spec.read_only, str(spec.risk)) if spec else (True, "read")
+        rec = ToolCallRecord(
+            call.call_id, call.name, call.arguments, result, state.turn, ms, read_only, risk
+        )
+        records.append(rec)
+        if not result.ok:
+            state.failed_calls += 1
+        state.output_chars += len(result.message) + _data_size(result)
+        emit(deps, state, "tool.completed", call.call_id, name=call.name, ok=result.ok,
+             error_code=result.error_code, message=result.message, duration_ms=round(ms, 1),
+             data=result.data)
+    state.records.extend(records)
+    state.messages.append(Message("tool", tuple(parts)))
+    return records
+
+
+def _spec(deps: DispatchDeps, name: str) -> ToolSpec | None:
+    for spec in deps.toolbox.specs():
+        if spec.name == name:
+            return spec
+    return None
+
+
+def _data_size(result: ToolResult) -> int:
+    return sum(len(v) for v in result.data.values() if isinstance(v, str))
+
+
+def _batches(ready: list[tuple[int, PreparedCall]]) -> list[list[tuple[int, PreparedCall]]]:
+    out: list[list[tuple[int, PreparedCall]]] = []
+    for item in ready:
+        if item[1].spec.read_only and out and out[-1][-1][1].spec.read_only:
+            out[-1].append(item)
+        else:
+            out.append([item])
+    return out
+
+
+def _is_repeat_over_limit(state: RunState, deps: DispatchDeps, key: str) -> bool:
+    if key == state.last_call_key:
+        state.identical_calls += 1
+    else:
+        state.last_call_key, state.identical_calls = key, 1
+    return state.identical_calls > deps.limits.max_identical_calls
+
+
+async def _authorize(state: RunState, deps: DispatchDeps, prepared: PreparedCall) -> ToolResult | None:
+    """None when the call may run; otherwise the coded refusal fed back to the model."""
+    decision = deps.policy.evaluate(prepared)
+    prepared.decision = decision
+    if decision.action == "allow":
+        return None
+    if decision.action == "deny":
+        return ToolResult.failure(
+            decision.code or "POLICY_DENIED",
+            f"Refused by local policy: {decision.reason}",
+            hint="Choose another approach inside the project; this call cannot be approved.",
+        )
+    call = prepared.call
+    summary = f"{call.name} {_short_args(call.arguments)}"
+    emit(deps, state, "approval.required", call.call_id, name=call.name, summary=summary,
+         risk=str(decision.risk), reason=decision.reason,
+         grant=decision.grant.describe() if decision.grant else None)
+    answer = await deps.approver.approve(ApprovalRequest(call.name, summary, decision))
+    emit(deps, state, "approval.resolved", call.call_id, name=call.name, answer=answer)
+    if answer == "deny":
+        return _approval_denied(decision)
+    if answer == "task" and decision.grant is not None:
+        deps.policy.grant(decision.grant)
+    return None
+
+
+def _approval_denied(decision: Decision) -> ToolResult:
+    return ToolResult.failure(
+        "APPROVAL_DENIED",
+        f"The user did not approve this call ({decision.reason}). Nothing ran.",
+        hint="Find a way that stays inside the project and avoids risky commands, or ask the user.",
+        data={"policy_code": decision.code, "risk": str(decision.risk)},
+    )
+
+
+async def _execute(state: RunState, deps: DispatchDeps, prepared: PreparedCall) -> tuple[ToolResult, float]:
+    call_id = prepared.call.call_id
+    emit(deps, state, "tool.started", call_id, name=prepared.call.name)
+    start = time.perf_counter()
+
+    def output(stream: str, text: str) -> None:
+        emit(deps, state, "tool.output", call_id, stream=stream, text=text)
+
+    try:
+        async with asyncio.timeout(deps.limits.tool_timeout_s):
+            result = await deps.toolbox.execute(prepared, output)
+    except TimeoutError:
+        result = ToolResult.failure(
+            "TOOL_TIMEOUT",
+            f"{prepared.call.name} exceeded the run's per-tool limit of "
+            f"{deps.limits.tool_timeout_s:g}s and was stopped.",
+            hint="Split the work into smaller steps.",
+            retryable=True,
+        )
+    return result, (time.perf_counter() - start) * 1000
+
+
+def _short_args(arguments: dict[str, object], limit: int = 160) -> str:
+    text = " ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _duplicate_id(call: ToolCallPart) -> ToolResult:
+    return ToolResult.failure(
+        "TOOL_CALL_ID_DUPLICATE",
+        f"Tool call id {call.call_id!r} was used twice in one response; the second was not run.",
+        hint="Give each tool call in a response its own id.",
+        retryable=True,
+    )
+
+
+def _repeated(call: ToolCallPart, limit: int) -> ToolResult:
+    return ToolResult.failure(
+        "REPEATED_CALL",
+        f"{call.name} with these exact arguments ran {limit} times in a row; stopping.",
+        hint="Change approach instead of repeating the same call.",
+    )

@@ -1,0 +1,145 @@
+"""The one agent loop: model → parse → policy → approve → execute → feed back.
+
+Every face runs this loop; faces add behaviour through ``Hooks``. It stops as *completed* only
+when the model gives a final answer that every completion gate accepts; every limit stops it
+as *interrupted* with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from xclaw.core.dispatch import emit, run_tool_calls
+from xclaw.core.errors import LimitExceeded, ModelError, ProtocolViolation, RunCancelled
+from xclaw.core.events import EventBus, EventType
+from xclaw.core.hooks import Hooks
+from xclaw.core.limits import Limits
+from xclaw.core.messages import Message, TextPart, ToolCallPart
+from xclaw.core.model import Finish, Model, ModelRequest, TextDelta, ToolCallEvent, Usage
+from xclaw.core.state import RunResult, RunState
+from xclaw.core.tooling import Approver, Policy, Toolbox
+
+
+@dataclass(slots=True)
+class LoopDeps:
+    model: Model
+    toolbox: Toolbox
+    policy: Policy
+    approver: Approver
+    bus: EventBus = field(default_factory=EventBus)
+    limits: Limits = field(default_factory=Limits)
+    hooks: Hooks = field(default_factory=Hooks)
+
+
+async def run_loop(state: RunState, deps: LoopDeps) -> RunResult:
+    emit(deps, state, "run.started", task=state.task, model=deps.model.name)
+    try:
+        while True:
+            check_limits(state, deps.limits)
+            await deps.hooks.run_before_model_call(state)
+            try:
+                message = await ask_model(state, deps)
+            except ProtocolViolation as err:
+                record_protocol_error(state, deps, err)
+                continue
+            state.protocol_errors = 0
+            state.messages.append(message)
+            calls = message.tool_calls
+            if calls:
+                records = await run_tool_calls(state, deps, calls)
+                await deps.hooks.run_after_tools(state, records)
+                continue
+            reminder = deps.hooks.check_completion(state)
+            if reminder is None:
+                return finish(state, deps, "completed", message.text)
+            refuse_completion(state, deps, reminder)
+    except LimitExceeded as err:
+        return finish(state, deps, "interrupted", "", reason=f"{err.code}: {err.message}")
+    except (RunCancelled, asyncio.CancelledError):
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        return finish(state, deps, "interrupted", "", reason="RUN_CANCELLED: cancelled by the user")
+    except ModelError as err:
+        return finish(state, deps, "failed", "", reason=str(err))
+
+
+def check_limits(state: RunState, limits: Limits) -> None:
+    if state.control.cancel_requested:
+        raise RunCancelled("cancelled by the user")
+    if state.control.pause_requested:
+        raise LimitExceeded("paused at your request", code="RUN_PAUSED")
+    if state.turn >= limits.max_turns:
+        raise LimitExceeded(f"reached the limit of {limits.max_turns} model turns",
+                            code="LIMIT_TURNS")
+    if time.monotonic() - state.started > limits.wall_time_s:
+        raise LimitExceeded(f"ran longer than {limits.wall_time_s:g}s", code="LIMIT_WALL_TIME")
+    if state.output_chars > limits.max_output_bytes:
+        raise LimitExceeded("tool output volume exceeded the run limit", code="LIMIT_OUTPUT")
+
+
+async def ask_model(state: RunState, deps: LoopDeps) -> Message:
+    """One model turn, collected into an assistant message (text first, then tool calls)."""
+    state.turn += 1
+    emit(deps, state, "model.message_sent", messages=len(state.messages))
+    request = ModelRequest(state.messages, deps.toolbox.specs())
+    text: list[str] = []
+    calls: list[ToolCallPart] = []
+    stop = "stop"
+    try:
+        async with asyncio.timeout(deps.limits.turn_timeout_s):
+            async for ev in deps.model.respond(request):
+                if isinstance(ev, TextDelta):
+                    text.append(ev.text)
+                    emit(deps, state, "model.streaming", delta=ev.text)
+                elif isinstance(ev, ToolCallEvent):
+                    calls.append(ev.call)
+                elif isinstance(ev, Usage):
+                    state.add_usage(ev.input_tokens, ev.output_tokens)
+                elif isinstance(ev, Finish):
+                    stop = ev.stop_reason
+    except TimeoutError:
+        raise LimitExceeded(f"the model did not answer within {deps.limits.turn_timeout_s:g}s",
+                            code="LIMIT_TURN_TIMEOUT") from None
+    parts: list[TextPart | ToolCallPart] = [TextPart("".join(text))] if text else []
+    parts.extend(calls)
+    emit(deps, state, "model.message_complete", text="".join(text), tool_calls=len(calls),
+         stop_reason=stop)
+    return Message("assistant", tuple(parts))
+
+
+def record_protocol_error(state: RunState, deps: LoopDeps, err: ProtocolViolation) -> None:
+    state.protocol_errors += 1
+    emit(deps, state, "protocol.invalid", code=err.code, message=err.message,
+         count=state.protocol_errors)
+    if state.protocol_errors > deps.limits.max_protocol_errors:
+        raise LimitExceeded(
+            f"{state.protocol_errors} consecutive replies broke the protocol ({err.code})",
+            code="LIMIT_PROTOCOL_ERRORS",
+        )
+    if err.reply_text:
+        state.messages.append(Message("assistant", (TextPart(err.reply_text),)))
+    state.messages.append(Message.user(err.feedback or str(err)))
+
+
+def refuse_completion(state: RunState, deps: LoopDeps, reminder: str) -> None:
+    state.gate_refusals += 1
+    emit(deps, state, "gate.refused", reminder=reminder, count=state.gate_refusals)
+    if state.gate_refusals > deps.limits.max_gate_refusals:
+        raise LimitExceeded(f"completion refused {state.gate_refusals} times: {reminder}",
+                            code="LIMIT_COMPLETION_EVIDENCE")
+    state.messages.append(Message.user(reminder))
+
+
+def finish(state: RunState, deps: LoopDeps, status: str, reply: str, reason: str = "") -> RunResult:
+    state.status = "completed" if status == "completed" else (
+        "interrupted" if status == "interrupted" else "failed")
+    state.reply, state.reason = reply, reason
+    metrics = state.metrics()
+    kind: EventType = ("run.completed" if state.status == "completed" else
+                       "run.interrupted" if state.status == "interrupted" else "run.failed")
+    emit(deps, state, kind, reply=reply, reason=reason, metrics=metrics.to_dict())
+    return RunResult(state.session_id, state.status, reason, reply, state.records,
+                     state.messages, metrics)

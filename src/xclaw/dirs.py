@@ -1,0 +1,25 @@
+"""Where xclaw keeps its data: the XDG data dir, owner-only, never inside a project."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    path = Path(base) / "xclaw"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "xclaw"
+
+
+def run_output_dir(session_id: str) -> Path:
+    """Full tool output of one run (the model only sees head and tail)."""
+    path = data_dir() / "runs" / session_id / "output"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path

@@ -1,0 +1,476 @@
+"""File tools (seed 000 §7.2, §11): list, read in pages, write and edit atomically.
+
+Every path goes through ``ctx.resolve``, which refuses escapes from the root. Reads record a
+stamp (mtime, size) per file; ``fs.edit`` refuses a file this run never read or that changed
+since, so the model never edits content it has not seen.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import io
+import mimetypes
+import os
+import stat
+from collections import deque
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from xclaw.core.errors import PolicyDenied, ToolError
+from xclaw.core.messages import ToolResult
+from xclaw.core.tooling import Risk
+from xclaw.tools.atomic import atomic_write_bytes
+from xclaw.tools.base import Tool, ToolContext, tool
+from xclaw.tools.search import fs_search
+
+LINE_CAP = 2_000  # characters kept of one line
+PAGE_CAP = 64_000  # characters of numbered text in one fs.read page
+CONTENT_CAP = 5 * 1024 * 1024  # bytes fs.write accepts
+LIST_BUDGET = 56_000  # characters of fs.list entries, kept under its output cap
+SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
+
+_SNIFF = 8192
+_WHOLE_FILE = 1 << 20  # below this, one read() + split beats streaming line by line
+_OPEN_READ = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in after resolve must not hang the read
+    | getattr(os, "O_CLOEXEC", 0)
+)
+Entry = dict[str, Any]
+Page = tuple[list[str], int]  # numbered lines shown, total lines in the file
+_REREAD = "Read the file again with fs.read, then retry the edit."
+
+
+@tool("fs.list", output_cap=64_000, path_args=("path",))
+def fs_list(
+    ctx: ToolContext,
+    path: str = ".",
+    depth: Annotated[int, Field(ge=1, le=10)] = 2,
+    max_entries: Annotated[int, Field(ge=1, le=5000)] = 500,
+) -> ToolResult:
+    """List a directory's files and folders, a few levels deep.
+
+    Args:
+        path: Directory relative to the project root.
+        depth: How many levels to descend (1 lists only the directory's own entries).
+        max_entries: Stop after this many entries and report truncated.
+    """
+    target = ctx.resolve(path, must_exist=True)
+    if not target.path.is_dir():
+        raise ToolError(
+            f"{path!r} is a file, not a directory.",
+            code="PATH_NOT_DIRECTORY",
+            hint="Use fs.read to read a file.",
+        )
+    prefix = "" if target.rel == "." else target.rel + "/"
+    entries, truncated = _walk(target.path, prefix, depth, max_entries)
+    entries.sort(key=lambda e: e["path"].split("/"))
+    note = " (truncated: narrow the path or lower depth)" if truncated else ""
+    return ToolResult.success(
+        f"{len(entries)} entries under {target.rel}{note}.",
+        path=target.rel,
+        entries=entries,
+        truncated=truncated,
+    )
+
+
+def _walk(
+    top: Path, prefix: str, depth: int, max_entries: int
+) -> tuple[list[dict[str, Any]], bool]:
+    """Breadth first, so a truncated listing still shows every upper level."""
+    entries: list[Entry] = []
+    used = 0
+    queue: deque[tuple[Path, str, int]] = deque([(top, prefix, 1)])
+    while queue:
+        directory, pre, level = queue.popleft()
+        try:
+            with os.scandir(directory) as it:
+                items = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue  # unreadable folder: still listed by its parent, just not descended
+        for item in items:
+            if len(entries) >= max_entries or used > LIST_BUDGET:
+                return entries, True
+            entry = _describe(item, pre + item.name)
+            entries.append(entry)
+            used += len(entry["path"]) + len(entry.get("target", "")) + 40
+            descend = entry["type"] == "dir" and not entry.get("skipped") and level < depth
+            if descend:
+                queue.append((Path(item.path), entry["path"] + "/", level + 1))
+    return entries, False
+
+
+def _describe(item: os.DirEntry[str], rel: str) -> Entry:
+    if item.is_symlink():  # never followed: it may lead out of the root or into a loop
+        try:
+            return {"path": rel, "type": "symlink", "target": os.readlink(item.path)}
+        except OSError:
+            return {"path": rel, "type": "symlink"}
+    if item.is_dir(follow_symlinks=False):
+        if item.name in SKIP_DIRS:
+            return {"path": rel, "type": "dir", "skipped": True}
+        return {"path": rel, "type": "dir"}
+    try:
+        st = item.stat(follow_symlinks=False)
+    except OSError:
+        return {"path": rel, "type": "file"}
+    kind = "file" if stat.S_ISREG(st.st_mode) else "other"
+    return {"path": rel, "type": kind, "size": st.st_size}
+
+
+@tool("fs.read", output_cap=80_000, path_args=("path",))
+def fs_read(
+    ctx: ToolContext,
+    path: str,
+    start_line: Annotated[int, Field(ge=1)] = 1,
+    max_lines: Annotated[int, Field(ge=1, le=5000)] = 400,
+) -> ToolResult:
+    """Read a text file as numbered lines, one page at a time.
+
+    Args:
+        path: File relative to the project root.
+        start_line: First line to return, counting from 1.
+        max_lines: Most lines to return; use next_start_line from the result to continue.
+    """
+    target = ctx.resolve(path, must_exist=True)
+    try:
+        with open(os.open(target.path, _OPEN_READ), "rb") as f:
+            st = os.fstat(f.fileno())
+            _require_regular(st, path)
+            page = _read_page(f, st.st_size, start_line, max_lines)
+            if page is None:
+                return _binary_result(f, target.rel, st.st_size)
+    except OSError as err:
+        raise _os_failure(err, path, "read") from None
+    ctx.workspace.read_stamps[target.rel] = (st.st_mtime_ns, st.st_size)
+    lines, total = page
+    if start_line > max(total, 1):
+        raise ToolError(
+            f"{target.rel} has {total} lines; line {start_line} does not exist.",
+            code="LINE_OUT_OF_RANGE",
+            hint=f"Use a start_line between 1 and {max(total, 1)}.",
+            retryable=True,
+        )
+    end = start_line + len(lines) - 1
+    has_more = end < total
+    shown = f"lines {start_line}-{end} of {total}" if lines else "an empty file"
+    return ToolResult.success(
+        f"Read {target.rel}: {shown}." + (f" Continue at line {end + 1}." if has_more else ""),
+        path=target.rel,
+        content="\n".join(lines),
+        start_line=start_line,
+        end_line=end,
+        total_lines=total,
+        has_more=has_more,
+        next_start_line=end + 1 if has_more else None,
+    )
+
+
+def _read_page(f: io.BufferedReader, size: int, start: int, max_lines: int) -> Page | None:
+    """Numbered lines of one page and the file's line count; None when the file is binary."""
+    if size > _WHOLE_FILE:
+        return _stream_page(f, start, max_lines)
+    data = f.read()
+    if b"\0" in data[:_SNIFF]:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    all_lines = text.split("\n")
+    if all_lines[-1] == "":
+        all_lines.pop()  # a final newline ends the last line; it does not start a new one
+    return _number(all_lines[start - 1 : start - 1 + max_lines], start), len(all_lines)
+
+
+def _stream_page(f: io.BufferedReader, start: int, max_lines: int) -> Page | None:
+    """Large files: decode only the page, count the other lines as bytes."""
+    head = f.read(_SNIFF)
+    if b"\0" in head:
+        return None
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return None
+    f.seek(0)
+    wanted: list[str] = []
+    n = 0
+    for raw in f:
+        n += 1
+        if n >= start:
+            wanted.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
+            if len(wanted) == max_lines:
+                n += _count_rest(f)
+                break
+    return _number(wanted, start), n
+
+
+def _count_rest(f: io.BufferedReader) -> int:
+    count, last = 0, b"\n"
+    while chunk := f.read(1 << 20):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (last != b"\n")
+
+
+def _number(lines: list[str], start: int) -> list[str]:
+    """Prefix line numbers; cap long lines and stop once the page is full."""
+    out: list[str] = []
+    used = 0
+    for n, line in enumerate(lines, start):
+        if len(line) > LINE_CAP:
+            line = f"{line[:LINE_CAP]}… [{len(line) - LINE_CAP} more characters on this line]"
+        entry = f"{n:>6}\t{line}"
+        used += len(entry) + 1
+        if used > PAGE_CAP and out:
+            break
+        out.append(entry)
+    return out
+
+
+def _binary_result(f: io.BufferedReader, rel: str, size: int) -> ToolResult:
+    f.seek(0)
+    digest = hashlib.file_digest(f, "sha256").hexdigest()
+    mime = mimetypes.guess_type(rel)[0] or "application/octet-stream"
+    return ToolResult.success(
+        f"{rel} is a binary file ({size} bytes, {mime}); its content is not shown.",
+        path=rel,
+        binary=True,
+        size=size,
+        mime_type=mime,
+        sha256=digest,
+    )
+
+
+@tool("fs.write", risk=Risk.WRITE, path_args=("path",))
+def fs_write(
+    ctx: ToolContext,
+    path: str,
+    content: str,
+    mode: Literal["create", "overwrite"] = "overwrite",
+) -> ToolResult:
+    """Create a file or replace its whole content. Missing parent folders are created.
+
+    Args:
+        path: File relative to the project root.
+        content: The complete new content of the file.
+        mode: "create" fails if the file exists; "overwrite" replaces it.
+    """
+    data = _encode(content)
+    target = ctx.resolve(path, write=True)
+    _refuse_symlink(ctx, path)
+    try:
+        st: os.stat_result | None = os.stat(target.path)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        _require_regular(st, path)
+        if mode == "create":
+            raise ToolError(
+                f"{target.rel} already exists.",
+                code="FILE_EXISTS",
+                hint='Use mode "overwrite" to replace it, or fs.edit to change part of it.',
+            )
+    try:
+        target.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(target.path, data)
+        after = os.stat(target.path)
+    except OSError as err:
+        raise _os_failure(err, path, "write") from None
+    ctx.workspace.read_stamps[target.rel] = (after.st_mtime_ns, after.st_size)
+    ctx.workspace.note_change(target.rel)
+    verb = "Created" if st is None else "Overwrote"
+    return ToolResult.success(
+        f"{verb} {target.rel} ({len(data)} bytes).",
+        path=target.rel,
+        bytes_written=len(data),
+        created=st is None,
+    )
+
+
+def _encode(content: str) -> bytes:
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError(
+            "The content is not valid Unicode text (it has unpaired surrogates).",
+            code="CONTENT_INVALID",
+            hint="Send plain UTF-8 text.",
+            retryable=True,
+        ) from None
+    if len(data) > CONTENT_CAP:
+        raise ToolError(
+            f"The content is {len(data)} bytes; the limit is {CONTENT_CAP}.",
+            code="CONTENT_TOO_LARGE",
+            hint="Write the file in smaller parts, or generate it with a command.",
+        )
+    return data
+
+
+@tool("fs.edit", risk=Risk.WRITE, path_args=("path",))
+def fs_edit(
+    ctx: ToolContext,
+    path: str,
+    old_text: Annotated[str, Field(min_length=1)],
+    new_text: str,
+) -> ToolResult:
+    """Replace one exact passage of a file you have read. old_text must occur exactly once.
+
+    Args:
+        path: File relative to the project root.
+        old_text: The exact text to replace, including whitespace; add surrounding lines to
+            make it unique.
+        new_text: The text to put in its place.
+    """
+    target = ctx.resolve(path, write=True, must_exist=True)
+    _refuse_symlink(ctx, path)
+    text = _load_for_edit(ctx, target.path, target.rel, path)
+    old, new = _match_line_endings(text, old_text, new_text)
+    if old == new:
+        raise ToolError(
+            "old_text and new_text are the same; nothing would change.",
+            code="EDIT_NO_CHANGE",
+            hint="Send the text you want in new_text.",
+            retryable=True,
+        )
+    pos = _find_once(text, old, target.rel)
+    updated = text[:pos] + new + text[pos + len(old) :]
+    try:
+        atomic_write_bytes(target.path, updated.encode("utf-8"))
+        after = os.stat(target.path)
+    except (OSError, UnicodeEncodeError) as err:
+        raise ToolError(f"Could not write {target.rel}: {err}.", code="WRITE_FAILED") from None
+    ctx.workspace.read_stamps[target.rel] = (after.st_mtime_ns, after.st_size)
+    ctx.workspace.note_change(target.rel)
+    first = text.count("\n", 0, pos) + 1
+    last = first + new.count("\n", 0, len(new) - new.endswith("\n")) if new else first
+    return ToolResult.success(
+        f"Edited {target.rel}: lines {first}-{last} now hold the new text.",
+        path=target.rel,
+        start_line=first,
+        end_line=last,
+        snippet="\n".join(_snippet(updated, first, last)),
+    )
+
+
+def _load_for_edit(ctx: ToolContext, real: Path, rel: str, raw: str) -> str:
+    try:
+        st = os.stat(real)
+        _require_regular(st, raw)
+        stamp = ctx.workspace.read_stamps.get(rel)
+        if stamp is None:
+            raise ToolError(
+                f"{rel} has not been read in this run.",
+                code="FILE_NOT_READ",
+                hint="Read it with fs.read first, then edit.",
+                retryable=True,
+            )
+        if stamp != (st.st_mtime_ns, st.st_size):
+            raise ToolError(
+                f"{rel} changed since it was last read.",
+                code="FILE_CHANGED_SINCE_READ",
+                hint=_REREAD,
+                retryable=True,
+            )
+        data = real.read_bytes()
+    except OSError as err:
+        raise _os_failure(err, raw, "read") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(
+            f"{rel} is not UTF-8 text; fs.edit only changes text files.",
+            code="FILE_NOT_TEXT",
+            hint="Use fs.write to replace it entirely, if that is intended.",
+        ) from None
+
+
+def _match_line_endings(text: str, old: str, new: str) -> tuple[str, str]:
+    """Models send \\n; a CRLF file should still match, and keep its CRLF endings."""
+    if "\r\n" in text and "\n" in old and "\r\n" not in old and old not in text:
+        return old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
+    return old, new
+
+
+def _find_once(text: str, old: str, rel: str) -> int:
+    pos = text.find(old)
+    if pos < 0:
+        hint = "Read the file again with fs.read and copy old_text exactly."
+        squeezed = " ".join(old.split())
+        if squeezed and squeezed in " ".join(text.split()):
+            hint = "It matches only if whitespace is ignored: copy the indentation exactly. " + hint
+        raise ToolError(
+            f"old_text was not found in {rel}.", code="EDIT_NO_MATCH", hint=hint, retryable=True
+        )
+    positions = [pos]
+    while len(positions) < 50 and (nxt := text.find(old, positions[-1] + 1)) >= 0:
+        positions.append(nxt)
+    if len(positions) > 1:
+        lines = [text.count("\n", 0, p) + 1 for p in positions]
+        more = "+" if len(positions) == 50 else ""
+        raise ToolError(
+            f"old_text occurs {len(positions)}{more} times in {rel} (lines "
+            + ", ".join(map(str, lines[:20]))
+            + ").",
+            code="EDIT_AMBIGUOUS",
+            hint="Include more surrounding lines in old_text so it matches exactly once.",
+            retryable=True,
+            data={"count": len(positions), "lines": lines},
+        )
+    return pos
+
+
+def _snippet(text: str, first: int, last: int, context: int = 2) -> list[str]:
+    """The changed lines with a little context, numbered like fs.read, at most 40 lines."""
+    lo = max(first - context, 1)
+    hi = min(last + context, lo + 39)
+    lines = text.split("\n")[lo - 1 : hi]
+    return [f"{n:>6}\t{line.rstrip(chr(13))[:LINE_CAP]}" for n, line in enumerate(lines, lo)]
+
+
+def _refuse_symlink(ctx: ToolContext, raw: str) -> None:
+    """Writing through a link would change a file other than the one named."""
+    lexical = os.path.normpath(os.path.join(ctx.root, raw))
+    if os.path.islink(lexical):
+        raise PolicyDenied(
+            f"{raw!r} is a symbolic link; writing through links is refused.",
+            code="PATH_IS_SYMLINK",
+            hint=f"Write to the link's target instead: {os.path.realpath(lexical)}.",
+        )
+
+
+def _require_regular(st: os.stat_result, raw: str) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(
+            f"{raw!r} is a directory.",
+            code="PATH_IS_DIRECTORY",
+            hint="Use fs.list to see what it contains.",
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise PolicyDenied(
+            f"{raw!r} is not a regular file.", code="PATH_SPECIAL", hint="Use a regular file."
+        )
+
+
+def _os_failure(err: OSError, raw: str, verb: str) -> ToolError:
+    if isinstance(err, IsADirectoryError):
+        return ToolError(f"{raw!r} is a directory.", code="PATH_IS_DIRECTORY", hint="Use fs.list.")
+    if isinstance(err, NotADirectoryError | FileExistsError):
+        return ToolError(
+            f"Cannot {verb} {raw!r}: a part of the path is a file, not a folder.",
+            code="PATH_NOT_DIRECTORY",
+            hint="Check the path with fs.list.",
+        )
+    code = "WRITE_FAILED" if verb == "write" else "READ_FAILED"
+    return ToolError(f"Cannot {verb} {raw!r}: {err.strerror or err}.", code=code)
+
+
+def fs_tools() -> list[Tool]:
+    """The file tools of seed 000 §7.2: fs.list, fs.read, fs.write, fs.edit, fs.search."""
+    return [fs_list, fs_read, fs_write, fs_edit, fs_search]

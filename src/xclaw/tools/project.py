@@ -1,0 +1,150 @@
+"""project.status (seed 000 §7.2): root, git state, running processes, last verification."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from xclaw.core.messages import ToolResult
+from xclaw.tools.base import Tool, ToolContext, Workspace, tool
+
+GIT_TIMEOUT_S = 10.0
+CHANGED_CAP = 200  # changed files listed; the count is always exact
+
+_HEADER = re.compile(
+    r"^## (?:No commits yet on |Initial commit on )?(?P<branch>.+?)"
+    r"(?:\.\.\.(?P<upstream>\S+))?(?: \[(?P<track>[^\]]*)\])?$"
+)
+_GIT_ENV = {
+    "GIT_OPTIONAL_LOCKS": "0",  # a status peek must not take index.lock from the user's git
+    "GIT_TERMINAL_PROMPT": "0",
+    "LC_ALL": "C",
+}
+
+
+@tool("project.status", timeout_s=30.0)
+async def project_status(ctx: ToolContext) -> ToolResult:
+    """Summarise the project: root, git branch and changed files, running processes, the
+    last verification, and the files changed in this run."""
+    ws = ctx.workspace
+    git = await git_status(ws.root)
+    processes = await _processes(ws)
+    parts = [f"Project at {ws.root}"]
+    if git is None:
+        parts.append("not a git repository")
+    else:
+        parts.append(f"git branch {git['branch'] or 'detached'}, {git['changed_count']} changed")
+    parts.append(f"{len(processes)} managed processes")
+    parts.append(f"{len(ws.changed_files)} files changed in this run")
+    return ToolResult.success(
+        "; ".join(parts) + ".",
+        root=str(ws.root),
+        git=git,
+        processes=processes,
+        last_verification=ws.last_verification,
+        changed_files=list(ws.changed_files),
+    )
+
+
+async def _processes(ws: Workspace) -> list[dict[str, Any]]:
+    manager = ws.processes
+    if manager is None:
+        return []
+    listed = manager.list()
+    if inspect.isawaitable(listed):
+        listed = await listed
+    return list(listed)
+
+
+async def git_status(root: Path) -> dict[str, Any] | None:
+    """Branch and changed files of the repository holding ``root``; None when there is none."""
+    git = shutil.which("git")
+    if git is None:
+        return None
+    prefix = await _git(git, root, "rev-parse", "--show-prefix")
+    if prefix is None:
+        return None  # not a repository (or git could not tell in time)
+    out = await _git(git, root, "status", "--porcelain=v1", "-b", "-z", "--", ".")
+    if out is None:
+        return None
+    return parse_porcelain(out, prefix.strip())
+
+
+async def _git(git: str, root: Path, *args: str) -> str | None:
+    proc = await asyncio.create_subprocess_exec(
+        git,
+        # core.fsmonitor names a program git would run; a cloned repo must not pick it.
+        "-c",
+        "core.fsmonitor=false",
+        *args,
+        cwd=root,
+        env={**os.environ, **_GIT_ENV},
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        stdout, _ = await asyncio.wait_for(proc.communicate(), GIT_TIMEOUT_S)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        return None
+    if proc.returncode != 0:
+        return None
+    return stdout.decode("utf-8", "replace")
+
+
+def parse_porcelain(out: str, prefix: str = "") -> dict[str, Any]:
+    """Parse ``git status --porcelain=v1 -b -z``; paths become relative to the project root."""
+    records = out.split("\0")
+    info: dict[str, Any] = {"branch": None, "upstream": None, "ahead": 0, "behind": 0}
+    changed: list[dict[str, str]] = []
+    count = 0
+    i = 0
+    while i < len(records):
+        record = records[i]
+        i += 1
+        if record.startswith("## "):
+            info.update(_parse_header(record))
+        elif len(record) > 3:
+            status, path = record[:2], record[3:].removeprefix(prefix)
+            entry = {"path": path, "status": status}
+            if "R" in status or "C" in status:  # -z puts the old name in the next record
+                entry["from"] = records[i].removeprefix(prefix) if i < len(records) else ""
+                i += 1
+            count += 1
+            if len(changed) < CHANGED_CAP:
+                changed.append(entry)
+    info.update(clean=count == 0, changed=changed, changed_count=count)
+    info["truncated"] = count > len(changed)
+    return info
+
+
+def _parse_header(line: str) -> dict[str, Any]:
+    m = _HEADER.match(line)
+    if m is None:
+        return {}
+    branch: str | None = m.group("branch")
+    if branch is not None and branch.startswith("HEAD (no branch)"):
+        branch = None
+    track = m.group("track") or ""
+    ahead = re.search(r"ahead (\d+)", track)
+    behind = re.search(r"behind (\d+)", track)
+    return {
+        "branch": branch,
+        "upstream": m.group("upstream"),
+        "ahead": int(ahead.group(1)) if ahead else 0,
+        "behind": int(behind.group(1)) if behind else 0,
+    }
+
+
+def project_tools() -> list[Tool]:
+    """The information tool of seed 000 §7.2: project.status."""
+    return [project_status]
