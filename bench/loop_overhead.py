@@ -66,8 +66,9 @@ def pydantic_ai_ms_per_step(root: Path, steps: int) -> float:
 
     gc.collect()
     start = time.perf_counter()
-    result = agent.run_sync("read small.txt many times",
-                            usage_limits=UsageLimits(request_limit=None))
+    result = agent.run_sync(
+        "read small.txt many times", usage_limits=UsageLimits(request_limit=None)
+    )
     elapsed = time.perf_counter() - start
     assert result.output == "done" and count["n"] == steps + 1
     return elapsed * 1000 / steps

@@ -1,7 +1,7 @@
 """xclaw — a local-first AI agent harness.
 
-    from xclaw import Agent, ScriptedModel
-    result = await Agent(model=ScriptedModel([...]), workdir="./proj").run("task")
+from xclaw import Agent, ScriptedModel
+result = await Agent(model=ScriptedModel([...]), workdir="./proj").run("task")
 """
 
 from xclaw.coding.agent import Agent

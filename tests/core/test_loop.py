@@ -15,7 +15,7 @@ from xclaw.core.events import EventBus
 from xclaw.core.messages import Message, ToolCallPart, ToolResult
 from xclaw.core.model import Model, ModelEvent, ModelRequest
 from xclaw.core.state import RunControl
-from xclaw.core.tooling import ApprovalRequest, Answer, Risk
+from xclaw.core.tooling import Answer, ApprovalRequest, Risk
 from xclaw.tools.base import ToolContext
 
 
@@ -143,10 +143,12 @@ async def test_writes_run_in_order_one_at_a_time(root: Path) -> None:
 
 async def test_duplicate_call_id_in_one_response_is_rejected(root: Path) -> None:
     model = _scripted(
-        {"tool_calls": [
-            {"id": "same", "name": "echo", "arguments": {"text": "1"}},
-            {"id": "same", "name": "echo", "arguments": {"text": "2"}},
-        ]},
+        {
+            "tool_calls": [
+                {"id": "same", "name": "echo", "arguments": {"text": "1"}},
+                {"id": "same", "name": "echo", "arguments": {"text": "2"}},
+            ]
+        },
         {"tool_calls": [{"id": "same", "name": "echo", "arguments": {"text": "3"}}]},
         "ok",
     )
@@ -156,8 +158,11 @@ async def test_duplicate_call_id_in_one_response_is_rejected(root: Path) -> None
 
 
 def _looping_model() -> FunctionModel:
-    return FunctionModel(lambda msgs, req: ModelTurn(tool_calls=(
-        ToolCallPart(f"c{len(msgs)}", "echo", {"text": str(len(msgs))}),)))
+    return FunctionModel(
+        lambda msgs, req: ModelTurn(
+            tool_calls=(ToolCallPart(f"c{len(msgs)}", "echo", {"text": str(len(msgs))}),)
+        )
+    )
 
 
 async def test_max_turns_interrupts(root: Path) -> None:
@@ -168,8 +173,11 @@ async def test_max_turns_interrupts(root: Path) -> None:
 
 
 async def test_identical_repeats_interrupt_and_keep_pairs(root: Path) -> None:
-    model = FunctionModel(lambda msgs, req: ModelTurn(tool_calls=(
-        ToolCallPart(f"c{len(msgs)}", "echo", {"text": "same"}),)))
+    model = FunctionModel(
+        lambda msgs, req: ModelTurn(
+            tool_calls=(ToolCallPart(f"c{len(msgs)}", "echo", {"text": "same"}),)
+        )
+    )
     result = await Agent(model, root, tools=[echo], limits=Limits(max_identical_calls=3)).run("t")
     assert result.status == "interrupted" and "LIMIT_REPEATED_CALLS" in result.reason
     calls = [p.call_id for m in result.messages for p in m.tool_calls]
@@ -191,8 +199,13 @@ async def test_turn_timeout_interrupts(root: Path) -> None:
 async def test_wall_time_and_output_limits(root: Path) -> None:
     agent = Agent(_looping_model(), root, tools=[echo], limits=Limits(wall_time_s=0.0))
     assert "LIMIT_WALL_TIME" in (await agent.run("t")).reason
-    big = FunctionModel(lambda msgs, req: ModelTurn(tool_calls=(
-        ToolCallPart(f"c{len(msgs)}", "echo", {"text": "x" * 1000, "times": len(msgs)}),)))
+    big = FunctionModel(
+        lambda msgs, req: ModelTurn(
+            tool_calls=(
+                ToolCallPart(f"c{len(msgs)}", "echo", {"text": "x" * 1000, "times": len(msgs)}),
+            )
+        )
+    )
     agent = Agent(big, root, tools=[echo], limits=Limits(max_output_bytes=5000))
     result = await agent.run("t")
     assert result.status == "interrupted" and "LIMIT_OUTPUT" in result.reason
@@ -206,8 +219,9 @@ async def test_tool_time_limit_stops_a_hanging_tool(root: Path) -> None:
         return ToolResult.success("never")
 
     model = _scripted({"tool_calls": [{"name": "hang", "arguments": {}}]}, "ok")
-    agent = Agent(model, root, tools=[hang], limits=Limits(tool_timeout_s=0.05),
-                  evidence_gate_enabled=False)
+    agent = Agent(
+        model, root, tools=[hang], limits=Limits(tool_timeout_s=0.05), evidence_gate_enabled=False
+    )
     result = await agent.run("t")
     assert result.tool_calls[0].result.error_code == "TOOL_TIMEOUT" and result.ok
 
@@ -231,8 +245,9 @@ async def test_protocol_errors_are_fed_back_then_bounded(root: Path) -> None:
     assert result.ok and result.reply == "fine"
     texts = [m.text for m in result.messages if m.role == "user"]
     assert texts.count("please resend") == 2
-    result = await Agent(_FlakyProtocolModel(10), root, tools=[echo],
-                         limits=Limits(max_protocol_errors=2)).run("hi")
+    result = await Agent(
+        _FlakyProtocolModel(10), root, tools=[echo], limits=Limits(max_protocol_errors=2)
+    ).run("hi")
     assert result.status == "interrupted" and "LIMIT_PROTOCOL_ERRORS" in result.reason
 
 
@@ -304,7 +319,9 @@ async def test_custom_hooks_extend_the_loop(root: Path) -> None:
 
     model = _scripted("first", "second")
     hooks = Hooks(before_model_call=[before], completion_gate=[gate])
-    result = await Agent(model, root, tools=[echo], hooks=hooks, evidence_gate_enabled=False).run("t")
+    result = await Agent(model, root, tools=[echo], hooks=hooks, evidence_gate_enabled=False).run(
+        "t"
+    )
     assert result.reply == "second" and seen == [2, 4]
 
 
@@ -341,16 +358,25 @@ async def test_events_follow_the_run(root: Path) -> None:
     model = _scripted({"tool_calls": [{"name": "echo", "arguments": {"text": "x"}}]}, "ok")
     await Agent(model, root, tools=[echo], bus=bus, evidence_gate_enabled=False).run("t")
     assert seen == [
-        "run.started", "model.message_sent", "model.message_complete", "tool.proposed",
-        "tool.started", "tool.completed", "model.message_sent", "model.streaming",
-        "model.message_complete", "run.completed",
+        "run.started",
+        "model.message_sent",
+        "model.message_complete",
+        "tool.proposed",
+        "tool.started",
+        "tool.completed",
+        "model.message_sent",
+        "model.streaming",
+        "model.message_complete",
+        "run.completed",
     ]
 
 
 async def test_usage_is_summed(root: Path) -> None:
     model = _scripted(
-        {"tool_calls": [{"name": "echo", "arguments": {"text": "x"}}],
-         "usage": {"input_tokens": 10, "output_tokens": 3}},
+        {
+            "tool_calls": [{"name": "echo", "arguments": {"text": "x"}}],
+            "usage": {"input_tokens": 10, "output_tokens": 3},
+        },
         {"text": "ok", "usage": {"input_tokens": 12, "output_tokens": 2}},
     )
     result = await Agent(model, root, tools=[echo], evidence_gate_enabled=False).run("t")

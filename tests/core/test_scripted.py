@@ -20,8 +20,12 @@ def url() -> ToolResult:
 
 def test_loads_jsonl_and_yaml(tmp_path: Path) -> None:
     j = tmp_path / "s.jsonl"
-    j.write_text(json.dumps({"text": "a"}) + "\n\n" + json.dumps({"tool_calls": [
-        {"name": "x", "arguments": {}}]}) + "\n")
+    j.write_text(
+        json.dumps({"text": "a"})
+        + "\n\n"
+        + json.dumps({"tool_calls": [{"name": "x", "arguments": {}}]})
+        + "\n"
+    )
     y = tmp_path / "s.yaml"
     y.write_text("turns:\n  - text: a\n  - tool_calls: [{name: x, arguments: {}}]\n")
     assert load_script(j) == load_script(y)
@@ -38,10 +42,12 @@ def test_bad_scripts_are_config_errors(tmp_path: Path, content: str) -> None:
 
 
 async def test_templates_quote_results_the_model_saw(root: Path) -> None:
-    model = ScriptedModel([
-        {"tool_calls": [{"id": "u", "name": "url", "arguments": {}}]},
-        {"text": "serving at {{result:u.data.detectedUrls.0}}"},
-    ])
+    model = ScriptedModel(
+        [
+            {"tool_calls": [{"id": "u", "name": "url", "arguments": {}}]},
+            {"text": "serving at {{result:u.data.detectedUrls.0}}"},
+        ]
+    )
     result = await Agent(model, root, tools=[url], evidence_gate_enabled=False).run("t")
     assert result.reply == "serving at http://127.0.0.1:9999/"
 
@@ -53,10 +59,12 @@ async def test_template_for_unseen_result_fails_the_run(root: Path) -> None:
 
 
 async def test_expectations_are_checked(root: Path) -> None:
-    model = ScriptedModel([
-        {"tool_calls": [{"name": "url", "arguments": {}}]},
-        {"expect": {"last_contains": ["not there"]}, "text": "x"},
-    ])
+    model = ScriptedModel(
+        [
+            {"tool_calls": [{"name": "url", "arguments": {}}]},
+            {"expect": {"last_contains": ["not there"]}, "text": "x"},
+        ]
+    )
     result = await Agent(model, root, tools=[url]).run("t")
     assert result.status == "failed" and "lacks" in result.reason
     model = ScriptedModel([{"expect": {"tools_include": ["fs.read"]}, "text": "x"}])

@@ -18,7 +18,7 @@ from xclaw.core.tooling import Approver
 from xclaw.policy.approval import ModeApprover
 
 console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def fail(err: XclawError, exit_code: int = 2) -> NoReturn:
@@ -51,9 +51,15 @@ def install_interrupt(control: RunControl) -> Callable[[], None]:
 
     def on_sigint() -> None:
         if control.interrupt() == "pause":
-            err_console.print("\n[yellow]pausing at the next safe point (Ctrl+C again to cancel)[/]")
+            err_console.print(
+                "\n[yellow]pausing at the next safe point (Ctrl+C again to cancel)[/]"
+            )
         else:
             err_console.print("\n[red]cancelling[/]")
 
     loop.add_signal_handler(signal.SIGINT, on_sigint)
-    return lambda: loop.remove_signal_handler(signal.SIGINT)
+
+    def remove() -> None:
+        loop.remove_signal_handler(signal.SIGINT)
+
+    return remove

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -18,7 +19,9 @@ _URL = re.compile(r"http://127\.0\.0\.1:\d+/?")
 
 
 def demo(
-    directory: Path | None = typer.Option(None, "--dir", help="Empty folder to build in."),
+    directory: Annotated[
+        Path | None, typer.Option("--dir", help="Empty folder to build in.")
+    ] = None,
 ) -> None:
     """Build, serve, break and fix a small website with a scripted model (no key needed)."""
     try:
@@ -56,5 +59,5 @@ def demo(
     console.print(
         f"\n[green]The dev server answered HTTP 200 at {named[0]} during the run[/] "
         "(it was stopped at the end).\nThis was a scripted model. To drive the same agent with a "
-        "real model: [bold]xclaw run -C DIR --model provider:model \"your task\"[/]."
+        'real model: [bold]xclaw run -C DIR --model provider:model "your task"[/].'
     )

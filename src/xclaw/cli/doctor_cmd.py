@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -18,7 +19,13 @@ from xclaw.dirs import data_dir
 # (name, program, version flag, required, install hint)
 PROGRAMS = [
     ("git", "git", "--version", True, "apt-get install git"),
-    ("ripgrep", "rg", "--version", False, "apt-get install ripgrep (fs.search falls back to Python)"),
+    (
+        "ripgrep",
+        "rg",
+        "--version",
+        False,
+        "apt-get install ripgrep (fs.search falls back to Python)",
+    ),
     ("bubblewrap", "bwrap", "--version", False, "apt-get install bubblewrap (sandboxing)"),
     ("chromium", "chromium", "--version", False, "apt-get install chromium (browser tools)"),
 ]
@@ -37,7 +44,9 @@ def _version(program: str, flag: str) -> str | None:
 
 
 def doctor(
-    directory: Path = typer.Option(Path("."), "-C", "--directory", help="Project to check."),
+    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project to check.")] = Path(
+        "."
+    ),
 ) -> None:
     """Check python, git, rg, bwrap, chromium, the config and the data directory."""
     table = Table("check", "status", "detail")

@@ -51,7 +51,7 @@ class LiveView:
         if not self.show_output:
             return
         style = "red" if ev.payload.get("stream") == "stderr" else "dim"
-        for line in str(ev.payload.get("text", "")).splitlines():
+        for line in str(ev.payload.get("text", "")).rstrip("\n").splitlines():
             self.console.print(f"  [{style}]│ {escape(line)}[/]")
 
     def on_tool_completed(self, ev: Event) -> None:
@@ -70,7 +70,9 @@ class LiveView:
         self.console.print(f"  [yellow]approval: {ev.payload.get('answer')}[/]")
 
     def on_gate_refused(self, ev: Event) -> None:
-        self.console.print(f"[yellow]! completion refused:[/] {escape(str(ev.payload['reminder']))}")
+        self.console.print(
+            f"[yellow]! completion refused:[/] {escape(str(ev.payload['reminder']))}"
+        )
 
     def on_protocol_invalid(self, ev: Event) -> None:
         self.console.print(f"[yellow]! protocol error {ev.payload.get('code')}[/]")
@@ -88,7 +90,9 @@ def print_summary(console: Console, result: RunResult) -> None:
         console.print("[bold]changed files:[/] " + escape(", ".join(result.changed_files)))
     for proc in result.kept_processes:
         urls = ", ".join(proc.get("detectedUrls") or [])
-        console.print(f"[bold]still running:[/] {proc.get('processId')} pid {proc.get('pid')} {urls}")
+        console.print(
+            f"[bold]still running:[/] {proc.get('processId')} pid {proc.get('pid')} {urls}"
+        )
     tokens = ""
     if m.input_tokens is not None or m.output_tokens is not None:
         tokens = f" · tokens in {m.input_tokens or 0} out {m.output_tokens or 0}"

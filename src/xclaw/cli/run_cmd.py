@@ -6,7 +6,7 @@ import asyncio
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.prompt import Confirm
@@ -26,7 +26,9 @@ EXIT_CODES = {"completed": 0, "failed": 1, "interrupted": 3}
 def _ask_keep(processes: list[dict[str, Any]]) -> bool:
     if not sys.stdin.isatty():
         return False
-    names = ", ".join(f"{p['processId']} {' '.join(p.get('detectedUrls') or [])}" for p in processes)
+    names = ", ".join(
+        f"{p['processId']} {' '.join(p.get('detectedUrls') or [])}" for p in processes
+    )
     return Confirm.ask(f"Keep running processes ({names})?", default=False, console=console)
 
 
@@ -40,11 +42,11 @@ async def run_agent(agent: Agent, task: str) -> RunResult:
 
 
 def run(
-    task: str = typer.Argument(..., help="What the agent should do."),
-    directory: Path = typer.Option(Path("."), "-C", "--directory", help="Project root."),
-    model: str | None = typer.Option(None, "--model", "-m", help="provider:model"),
-    approval: str | None = typer.Option(None, "--approval", help="ask | deny | allow"),
-    max_turns: int | None = typer.Option(None, "--max-turns", min=1),
+    task: Annotated[str, typer.Argument(help="What the agent should do.")],
+    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
+    model: Annotated[str | None, typer.Option("--model", "-m", help="provider:model")] = None,
+    approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
 ) -> None:
     """Run the coding agent on a project."""
     try:
@@ -56,8 +58,14 @@ def run(
             limits = replace(limits, max_turns=max_turns)
         bus = EventBus()
         bus.subscribe(LiveView(console))
-        agent = Agent(chosen_model, directory, approval=make_approver(approval or cfg.approval),
-                      limits=limits, bus=bus, keep_processes=_ask_keep)
+        agent = Agent(
+            chosen_model,
+            directory,
+            approval=make_approver(approval or cfg.approval),
+            limits=limits,
+            bus=bus,
+            keep_processes=_ask_keep,
+        )
     except XclawError as err:
         fail(err)
     result = asyncio.run(run_agent(agent, task))

@@ -6,7 +6,7 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import typer
 from rich.table import Table
@@ -37,13 +37,20 @@ class _CallDeps:
 
 
 @app.command("list")
-def list_tools(as_json: bool = typer.Option(False, "--json", help="Print the schemas as JSON.")) -> None:
+def list_tools(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the schemas as JSON.")] = False,
+) -> None:
     """List the tools, their risk and whether they are read-only."""
     registry = coding_registry()
     if as_json:
         specs = [
-            {"name": t.name, "description": t.description, "risk": str(t.risk),
-             "read_only": t.read_only, "parameters": t.spec.parameters}
+            {
+                "name": t.name,
+                "description": t.description,
+                "risk": str(t.risk),
+                "read_only": t.read_only,
+                "parameters": t.spec.parameters,
+            }
             for t in registry
         ]
         typer.echo(json.dumps(specs, indent=2))
@@ -70,10 +77,10 @@ async def call_once(name: str, arguments: object, root: Path, approver: Approver
 
 @app.command("call")
 def call(
-    name: str = typer.Argument(..., help="Tool name, e.g. fs.read"),
-    args: str = typer.Option("{}", "--args", help="Arguments as a JSON object."),
-    directory: Path = typer.Option(Path("."), "-C", "--directory", help="Project root."),
-    approval: str | None = typer.Option(None, "--approval", help="ask | deny | allow"),
+    name: Annotated[str, typer.Argument(help="Tool name, e.g. fs.read")],
+    args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
+    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
+    approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
 ) -> None:
     """Run one tool call through validation, policy and approval; print the ToolResult."""
     try:
@@ -82,10 +89,14 @@ def call(
         try:
             arguments = json.loads(args)
         except json.JSONDecodeError as err:
-            raise ConfigError(f"--args is not valid JSON: {err.msg}",
-                              code="TOOL_ARGUMENTS_INVALID", hint="Pass a JSON object.") from None
-        result = asyncio.run(call_once(name, arguments, directory.resolve(),
-                                       make_approver(approval)))
+            raise ConfigError(
+                f"--args is not valid JSON: {err.msg}",
+                code="TOOL_ARGUMENTS_INVALID",
+                hint="Pass a JSON object.",
+            ) from None
+        result = asyncio.run(
+            call_once(name, arguments, directory.resolve(), make_approver(approval))
+        )
     except XclawError as err:
         fail(err)
     typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))

@@ -55,8 +55,10 @@ class Agent:
     ) -> None:
         root = Path(workdir).expanduser()
         if not root.is_dir():
-            raise ConfigError(f"Project directory {root} does not exist.",
-                              hint="Create it or pass an existing directory with -C.")
+            raise ConfigError(
+                f"Project directory {root} does not exist.",
+                hint="Create it or pass an existing directory with -C.",
+            )
         self.model = model
         self.workdir = root.resolve()
         if tools is None:
@@ -65,9 +67,7 @@ class Agent:
             self.registry = tools
         else:
             self.registry = ToolRegistry(tools)
-        self.approver: Approver = (
-            ModeApprover(approval) if isinstance(approval, str) else approval
-        )
+        self.approver: Approver = ModeApprover(approval) if isinstance(approval, str) else approval
         self.limits = limits or Limits()
         gate = Hooks(completion_gate=[evidence_gate]) if evidence_gate_enabled else Hooks()
         self.hooks = gate.merged(hooks) if hooks else gate
@@ -75,8 +75,9 @@ class Agent:
         self.system_prompt = system_prompt
         self.keep_processes = keep_processes
 
-    async def run(self, task: str, *, control: RunControl | None = None,
-                  session_id: str | None = None) -> RunResult:
+    async def run(
+        self, task: str, *, control: RunControl | None = None, session_id: str | None = None
+    ) -> RunResult:
         sid = session_id or new_session_id()
         workspace = Workspace(self.workdir, output_dir=run_output_dir(sid))
         state = RunState(
@@ -87,8 +88,13 @@ class Agent:
         )
         state.control.attach(asyncio.current_task())
         deps = LoopDeps(
-            self.model, self.registry.bind(workspace), PolicyEngine(workspace), self.approver,
-            self.bus, self.limits, self.hooks,
+            self.model,
+            self.registry.bind(workspace),
+            PolicyEngine(workspace),
+            self.approver,
+            self.bus,
+            self.limits,
+            self.hooks,
         )
         try:
             result = await run_loop(state, deps)

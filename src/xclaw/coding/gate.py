@@ -13,11 +13,13 @@ from xclaw.core.state import RunState, ToolCallRecord
 
 _CHANGE = re.compile(
     r"\b(create|build|make|write|add|edit|fix|implement|change|update|modify|refactor|"
-    r"rename|remove|delete|generate|scaffold|set ?up|install)\b|创建|修改|修复|添加|新建|实现|编写|生成|删除",
+    r"rename|remove|delete|generate|scaffold|set ?up|install)\b"
+    r"|创建|修改|修复|添加|新建|实现|编写|生成|删除",
     re.IGNORECASE,
 )
 _VERIFY = re.compile(
-    r"\b(build|builds|test|tests|verify|verification|check|lint|compile|run the)\b|构建|测试|验证|编译",
+    r"\b(build|builds|test|tests|verify|verification|check|lint|compile|run the)\b"
+    r"|构建|测试|验证|编译",
     re.IGNORECASE,
 )
 _WRITE_RISKS = {"write", "destructive"}
@@ -45,9 +47,7 @@ def evidence_gate(state: RunState) -> str | None:
     last_change = max(
         (i for i, r in enumerate(records) if r.result.ok and r.risk in _WRITE_RISKS), default=-1
     )
-    verified_after = any(
-        r.result.ok and _is_verification(r) for r in records[last_change + 1 :]
-    )
+    verified_after = any(r.result.ok and _is_verification(r) for r in records[last_change + 1 :])
     if not verified_after:
         return (
             "The task asks for a build, test or verification, and none has succeeded since "

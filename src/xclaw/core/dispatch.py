@@ -17,8 +17,8 @@ from xclaw.core.limits import Limits
 from xclaw.core.messages import Message, ToolCallPart, ToolResult, ToolResultPart
 from xclaw.core.state import RunState, ToolCallRecord
 from xclaw.core.tooling import (
-    Approver,
     ApprovalRequest,
+    Approver,
     Decision,
     Policy,
     PreparedCall,
@@ -43,7 +43,10 @@ class DispatchDeps(Protocol):
 
 
 def emit(
-    deps: DispatchDeps, state: RunState, type_: EventType, call_id: str | None = None,
+    deps: DispatchDeps,
+    state: RunState,
+    type_: EventType,
+    call_id: str | None = None,
     **payload: object,
 ) -> None:
     if deps.bus.active:
@@ -113,9 +116,18 @@ def _record(
         if not result.ok:
             state.failed_calls += 1
         state.output_chars += len(result.message) + _data_size(result)
-        emit(deps, state, "tool.completed", call.call_id, name=call.name, ok=result.ok,
-             error_code=result.error_code, message=result.message, duration_ms=round(ms, 1),
-             data=result.data)
+        emit(
+            deps,
+            state,
+            "tool.completed",
+            call.call_id,
+            name=call.name,
+            ok=result.ok,
+            error_code=result.error_code,
+            message=result.message,
+            duration_ms=round(ms, 1),
+            data=result.data,
+        )
     state.records.extend(records)
     state.messages.append(Message("tool", tuple(parts)))
     return records
@@ -150,7 +162,9 @@ def _is_repeat_over_limit(state: RunState, deps: DispatchDeps, key: str) -> bool
     return state.identical_calls > deps.limits.max_identical_calls
 
 
-async def _authorize(state: RunState, deps: DispatchDeps, prepared: PreparedCall) -> ToolResult | None:
+async def _authorize(
+    state: RunState, deps: DispatchDeps, prepared: PreparedCall
+) -> ToolResult | None:
     """None when the call may run; otherwise the coded refusal fed back to the model."""
     decision = deps.policy.evaluate(prepared)
     prepared.decision = decision
@@ -164,9 +178,17 @@ async def _authorize(state: RunState, deps: DispatchDeps, prepared: PreparedCall
         )
     call = prepared.call
     summary = f"{call.name} {_short_args(call.arguments)}"
-    emit(deps, state, "approval.required", call.call_id, name=call.name, summary=summary,
-         risk=str(decision.risk), reason=decision.reason,
-         grant=decision.grant.describe() if decision.grant else None)
+    emit(
+        deps,
+        state,
+        "approval.required",
+        call.call_id,
+        name=call.name,
+        summary=summary,
+        risk=str(decision.risk),
+        reason=decision.reason,
+        grant=decision.grant.describe() if decision.grant else None,
+    )
     answer = await deps.approver.approve(ApprovalRequest(call.name, summary, decision))
     emit(deps, state, "approval.resolved", call.call_id, name=call.name, answer=answer)
     if answer == "deny":
@@ -185,7 +207,9 @@ def _approval_denied(decision: Decision) -> ToolResult:
     )
 
 
-async def _execute(state: RunState, deps: DispatchDeps, prepared: PreparedCall) -> tuple[ToolResult, float]:
+async def _execute(
+    state: RunState, deps: DispatchDeps, prepared: PreparedCall
+) -> tuple[ToolResult, float]:
     call_id = prepared.call.call_id
     emit(deps, state, "tool.started", call_id, name=prepared.call.name)
     start = time.perf_counter()

@@ -72,8 +72,9 @@ def check_limits(state: RunState, limits: Limits) -> None:
     if state.control.pause_requested:
         raise LimitExceeded("paused at your request", code="RUN_PAUSED")
     if state.turn >= limits.max_turns:
-        raise LimitExceeded(f"reached the limit of {limits.max_turns} model turns",
-                            code="LIMIT_TURNS")
+        raise LimitExceeded(
+            f"reached the limit of {limits.max_turns} model turns", code="LIMIT_TURNS"
+        )
     if time.monotonic() - state.started > limits.wall_time_s:
         raise LimitExceeded(f"ran longer than {limits.wall_time_s:g}s", code="LIMIT_WALL_TIME")
     if state.output_chars > limits.max_output_bytes:
@@ -101,19 +102,33 @@ async def ask_model(state: RunState, deps: LoopDeps) -> Message:
                 elif isinstance(ev, Finish):
                     stop = ev.stop_reason
     except TimeoutError:
-        raise LimitExceeded(f"the model did not answer within {deps.limits.turn_timeout_s:g}s",
-                            code="LIMIT_TURN_TIMEOUT") from None
+        raise LimitExceeded(
+            f"the model did not answer within {deps.limits.turn_timeout_s:g}s",
+            code="LIMIT_TURN_TIMEOUT",
+        ) from None
     parts: list[TextPart | ToolCallPart] = [TextPart("".join(text))] if text else []
     parts.extend(calls)
-    emit(deps, state, "model.message_complete", text="".join(text), tool_calls=len(calls),
-         stop_reason=stop)
+    emit(
+        deps,
+        state,
+        "model.message_complete",
+        text="".join(text),
+        tool_calls=len(calls),
+        stop_reason=stop,
+    )
     return Message("assistant", tuple(parts))
 
 
 def record_protocol_error(state: RunState, deps: LoopDeps, err: ProtocolViolation) -> None:
     state.protocol_errors += 1
-    emit(deps, state, "protocol.invalid", code=err.code, message=err.message,
-         count=state.protocol_errors)
+    emit(
+        deps,
+        state,
+        "protocol.invalid",
+        code=err.code,
+        message=err.message,
+        count=state.protocol_errors,
+    )
     if state.protocol_errors > deps.limits.max_protocol_errors:
         raise LimitExceeded(
             f"{state.protocol_errors} consecutive replies broke the protocol ({err.code})",
@@ -128,18 +143,29 @@ def refuse_completion(state: RunState, deps: LoopDeps, reminder: str) -> None:
     state.gate_refusals += 1
     emit(deps, state, "gate.refused", reminder=reminder, count=state.gate_refusals)
     if state.gate_refusals > deps.limits.max_gate_refusals:
-        raise LimitExceeded(f"completion refused {state.gate_refusals} times: {reminder}",
-                            code="LIMIT_COMPLETION_EVIDENCE")
+        raise LimitExceeded(
+            f"completion refused {state.gate_refusals} times: {reminder}",
+            code="LIMIT_COMPLETION_EVIDENCE",
+        )
     state.messages.append(Message.user(reminder))
 
 
 def finish(state: RunState, deps: LoopDeps, status: str, reply: str, reason: str = "") -> RunResult:
-    state.status = "completed" if status == "completed" else (
-        "interrupted" if status == "interrupted" else "failed")
+    state.status = (
+        "completed"
+        if status == "completed"
+        else ("interrupted" if status == "interrupted" else "failed")
+    )
     state.reply, state.reason = reply, reason
     metrics = state.metrics()
-    kind: EventType = ("run.completed" if state.status == "completed" else
-                       "run.interrupted" if state.status == "interrupted" else "run.failed")
+    kind: EventType = (
+        "run.completed"
+        if state.status == "completed"
+        else "run.interrupted"
+        if state.status == "interrupted"
+        else "run.failed"
+    )
     emit(deps, state, kind, reply=reply, reason=reason, metrics=metrics.to_dict())
-    return RunResult(state.session_id, state.status, reason, reply, state.records,
-                     state.messages, metrics)
+    return RunResult(
+        state.session_id, state.status, reason, reply, state.records, state.messages, metrics
+    )

@@ -27,8 +27,11 @@ def resolve_model(spec: str | None) -> Model:
     if provider == "scripted":
         path = Path(rest).expanduser()
         if not path.is_file():
-            raise ConfigError(f"Script file {path} does not exist.", code="MODEL_SPEC_INVALID",
-                              hint="Point scripted: at a .yaml or .jsonl script.")
+            raise ConfigError(
+                f"Script file {path} does not exist.",
+                code="MODEL_SPEC_INVALID",
+                hint="Point scripted: at a .yaml or .jsonl script.",
+            )
         return ScriptedModel.from_file(path)
     raise ConfigError(
         f"Provider {provider!r} is not available in this build; API providers arrive with the "

@@ -65,8 +65,9 @@ def load_script(path: Path) -> list[ScriptTurn]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
-        raise ConfigError(f"cannot read script {path}: {err.strerror}",
-                          hint="Check the path after 'scripted:'.") from None
+        raise ConfigError(
+            f"cannot read script {path}: {err.strerror}", hint="Check the path after 'scripted:'."
+        ) from None
     try:
         if path.suffix == ".jsonl":
             items: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -85,8 +86,9 @@ class ScriptedModel(Model):
     """Plays a fixed list of assistant turns; ``assert_complete()`` checks all were used."""
 
     def __init__(self, turns: Sequence[ScriptTurn | dict[str, Any] | str], name: str = "scripted"):
-        self.turns = [t if isinstance(t, ScriptTurn) else ScriptTurn.parse(t, i)
-                      for i, t in enumerate(turns)]
+        self.turns = [
+            t if isinstance(t, ScriptTurn) else ScriptTurn.parse(t, i) for i, t in enumerate(turns)
+        ]
         self.name = name
         self.position = 0
         self.requests: list[ModelRequest] = []
@@ -121,8 +123,10 @@ class ScriptedModel(Model):
         text = turn.raw if turn.raw is not None else turn.text
         usage = turn.usage or {}
         return ModelTurn(
-            _substitute(text, messages), calls,
-            usage.get("input_tokens"), usage.get("output_tokens"),
+            _substitute(text, messages),
+            calls,
+            usage.get("input_tokens"),
+            usage.get("output_tokens"),
         )
 
     def assert_complete(self) -> None:
@@ -170,7 +174,9 @@ def check_expectations(expect: dict[str, Any], request: ModelRequest, position: 
     if "last_ok" in expect:
         oks = [p.result.ok for p in last.tool_results] if last else []
         if not oks or all(oks) != bool(expect["last_ok"]):
-            raise ScriptMismatch(f"turn {position}: expected last tool results ok={expect['last_ok']}")
+            raise ScriptMismatch(
+                f"turn {position}: expected last tool results ok={expect['last_ok']}"
+            )
     names = {t.name for t in request.tools}
     for name in expect.get("tools_include", []):
         if name not in names:
@@ -193,7 +199,7 @@ class FunctionModel(Model):
         self.fn = fn
         self.name = name
 
-    async def respond(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:  # type: ignore[override]
+    async def respond(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         out = self.fn(request.messages, request)
         turn = out if isinstance(out, ModelTurn) else await out
         async for ev in turn_events(turn):

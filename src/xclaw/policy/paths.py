@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -161,7 +162,11 @@ _SECRET_PREFIXES = ("id_rsa", "id_ed25519", "id_ecdsa", "id_dsa")
 _SECRET_DIRS = frozenset({".ssh", ".gnupg"})
 # Checked-in templates document variable names, not values.
 _ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
-_SECRET_IN_DIR = {".aws": {"credentials", "config"}, ".kube": {"config"}, ".docker": {"config.json"}}
+_SECRET_IN_DIR = {
+    ".aws": {"credentials", "config"},
+    ".kube": {"config"},
+    ".docker": {"config.json"},
+}
 
 
 def is_secret_path(rel: str) -> bool:
@@ -172,8 +177,65 @@ def is_secret_path(rel: str) -> bool:
     if any(p in _SECRET_DIRS for p in parts):
         return True
     name = parts[-1]
-    if name in _SECRET_NAMES or name.endswith(_SECRET_SUFFIXES) or name.startswith(_SECRET_PREFIXES):
+    if name in _SECRET_NAMES or name.endswith(_SECRET_SUFFIXES):
+        return True
+    if name.startswith(_SECRET_PREFIXES):
         return True
     if name.startswith(".env.") and name not in _ENV_TEMPLATES:
         return True
     return len(parts) >= 2 and name in _SECRET_IN_DIR.get(parts[-2], set())
+
+
+# --- paths hidden in command arguments -------------------------------------------------
+
+# Harmless system paths many commands take as arguments.
+_HARMLESS = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+_GLUED_PATH = re.compile(r"^-[A-Za-z]+(?P<path>(?:/|~/|\.\./).*)$")
+
+
+def _path_candidates(arg: str) -> list[str]:
+    out = [arg] if not arg.startswith("-") else []
+    if "=" in arg:  # --prefix=/usr, of=/dev/sda, PREFIX=../x
+        out.append(arg.split("=", 1)[1])
+    m = _GLUED_PATH.match(arg)
+    if m:  # -I/usr/include, -o../out
+        out.append(m.group("path"))
+    return [c for c in out if c]
+
+
+def _reach(candidate: str, base: Path) -> Path | None:
+    """Where ``candidate`` points when used as a path, or None when it is no path at all."""
+    if candidate in _HARMLESS or "\x00" in candidate:  # the tool itself refuses NUL bytes
+        return None
+    if candidate == "~" or candidate.startswith("~/"):
+        candidate = os.path.expanduser(candidate)
+    if candidate.startswith("/"):
+        first = candidate.lstrip("/").split("/", 1)[0]
+        # "/api/users" in a grep pattern is no path: only existing top-level trees count.
+        return Path(os.path.realpath(candidate)) if first and os.path.lexists("/" + first) else None
+    joined = os.path.join(base, candidate)
+    parts = candidate.replace("\\", "/").split("/")
+    if ".." in parts or os.path.lexists(joined):  # existing names may be symlinks out
+        return Path(os.path.realpath(joined))
+    return None
+
+
+def find_outside_paths(
+    argv: Sequence[str],
+    root: Path,
+    *,
+    cwd: Path | None = None,
+    extra_roots: Sequence[Path] = (),
+) -> list[tuple[str, Path]]:
+    """(argument, resolved path) for each argument that reaches outside root and grants."""
+    real_root = Path(os.path.realpath(root))
+    base = Path(os.path.realpath(cwd)) if cwd is not None else real_root
+    allowed = [real_root, *(Path(os.path.realpath(r)) for r in extra_roots)]
+    out: list[tuple[str, Path]] = []
+    for arg in argv:
+        for cand in _path_candidates(arg):
+            p = _reach(cand, base)
+            if p is not None and not any(_within(p, a) for a in allowed):
+                out.append((arg, p))
+                break
+    return out

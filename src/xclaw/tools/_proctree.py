@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Callable
 from dataclasses import dataclass
 
 TAG_VAR = "XCLAW_PROCESS_TAG"
@@ -31,6 +30,7 @@ GRACE_S = 2.0
 _POLL_S = 0.02
 _KILL_ROUNDS = 20
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+_HAVE_PROC = os.path.isdir("/proc/self")  # elsewhere only the process group can be reached
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +72,8 @@ def is_alive(pid: int, start: int | None = None) -> bool:
 
 def boot_ticks_floor() -> int:
     """A start-time floor taken before spawning: every descendant starts at or after it."""
+    if not _HAVE_PROC:
+        return 0
     with open("/proc/uptime", "rb") as fh:
         uptime = float(fh.read().split()[0])
     return max(int((uptime - 1.0) * _CLK_TCK), 0)  # one second of slack for clock rounding
@@ -79,7 +81,7 @@ def boot_ticks_floor() -> int:
 
 def _scan(floor: int) -> dict[int, ProcInfo]:
     table: dict[int, ProcInfo] = {}
-    for name in os.listdir("/proc"):
+    for name in os.listdir("/proc") if _HAVE_PROC else ():
         if name.isdigit():
             info = read_stat(int(name))
             if info is not None and info.start >= floor:
@@ -132,14 +134,18 @@ class ProcessTree:
 
     def alive(self) -> bool:
         """Whether any member seen so far still runs (no new ``/proc`` scan)."""
+        if not _HAVE_PROC:
+            return _signal_group(self.leader, 0)
         return any(is_alive(pid, start) for pid, start in self._known.items())
 
     def signal(self, sig: signal.Signals) -> int:
         """Send ``sig`` to every live member; returns how many were signalled."""
+        if not _HAVE_PROC:
+            return int(_signal_group(self.leader, sig))
         members = self.collect()
         if any(m.pgid == self.leader for m in members):
             # The group signal reaches members forked after the scan, atomically.
-            _ignore_gone(os.killpg, self.leader, sig)
+            _signal_group(self.leader, sig)
         sent = 0
         for m in members:
             sent += _send(m, sig)
@@ -148,11 +154,12 @@ class ProcessTree:
         return sent
 
 
-def _ignore_gone(fn: Callable[[int, int], None], pid: int, sig: int) -> None:
+def _signal_group(pgid: int, sig: int) -> bool:
     try:
-        fn(pid, sig)
+        os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
-        pass
+        return False
+    return True
 
 
 def _send(member: ProcInfo, sig: signal.Signals) -> int:
@@ -160,8 +167,11 @@ def _send(member: ProcInfo, sig: signal.Signals) -> int:
         fd = os.pidfd_open(member.pid)
     except ProcessLookupError:
         return 0
-    except OSError:  # kernel without pidfd: fall back to the (tiny) pid-reuse race
-        _ignore_gone(os.kill, member.pid, sig)
+    except OSError:  # kernel without pidfd: accept the (tiny) pid-reuse race
+        try:
+            os.kill(member.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return 0
         return 1
     try:
         again = read_stat(member.pid)

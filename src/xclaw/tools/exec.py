@@ -36,6 +36,8 @@ MAX_TIMEOUT_MS = 3_600_000
 OUTPUT_CAP_CHARS = 12_000
 """Characters of each stream returned to the model (head and tail); the file keeps it all."""
 MAX_FILE_BYTES = 50_000_000
+LIVE_CAP_CHARS = 2_000_000
+"""Characters of each stream shown live; a runaway program must not flood the display."""
 DRAIN_S = 2.0
 """After the program exits, how long leftover background processes may hold its pipes."""
 
@@ -178,6 +180,7 @@ class _Capture:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._text = HeadTailBuffer(OUTPUT_CAP_CHARS)
         self._file_bytes = 0
+        self._live_left = LIVE_CAP_CHARS
 
     def feed(self, data: bytes) -> None:
         self._write(data)
@@ -196,9 +199,14 @@ class _Capture:
         return self._text.render()
 
     def _add(self, text: str) -> None:
-        if text:
-            self._text.add(text)
-            self._emit(self.name, text)
+        if not text:
+            return
+        self._text.add(text)
+        if self._live_left > 0:
+            self._emit(self.name, text[: self._live_left])
+            self._live_left -= len(text)
+            if self._live_left <= 0:
+                self._emit(self.name, "\n…[live output paused; the result keeps head and tail]…\n")
 
     def _write(self, data: bytes) -> None:
         if self._file is None or self._file_bytes >= MAX_FILE_BYTES:
@@ -257,10 +265,14 @@ class _Outcome:
     duration_ms: int
 
 
-async def run_command(
+async def _run_command(
     cmd: CommandLine, out: _Capture, err: _Capture, *, timeout_s: float, stdin: str | None
 ) -> _Outcome:
-    """Run ``cmd`` to completion or timeout; the tree is gone when this returns or raises."""
+    """Run ``cmd`` until it exits or times out.
+
+    On timeout or cancellation the whole tree is stopped; after a normal exit only processes
+    still holding the output pipes are (a daemon that let go of them is left alone).
+    """
     loop = asyncio.get_running_loop()
     started = time.monotonic()
     floor = boot_ticks_floor()
@@ -386,7 +398,7 @@ async def terminal_exec(
     out = _Capture("stdout", ctx.output, out_path)
     err = _Capture("stderr", ctx.output, err_path)
     try:
-        outcome = await run_command(cmd, out, err, timeout_s=timeout_ms / 1000, stdin=stdin)
+        outcome = await _run_command(cmd, out, err, timeout_s=timeout_ms / 1000, stdin=stdin)
     finally:
         out.finish()
         err.finish()

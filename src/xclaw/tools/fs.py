@@ -40,9 +40,10 @@ _OPEN_READ = (
     | getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in after resolve must not hang the read
     | getattr(os, "O_CLOEXEC", 0)
 )
+_PREFIXES: list[str] = []  # "     1\t", "     2\t", ... built on demand
+_PREFIX_CACHE_LINES = 20_000
 Entry = dict[str, Any]
 Page = tuple[list[str], int]  # numbered lines shown, total lines in the file
-_REREAD = "Read the file again with fs.read, then retry the edit."
 
 
 @tool("fs.list", output_cap=64_000, path_args=("path",))
@@ -69,18 +70,17 @@ def fs_list(
     prefix = "" if target.rel == "." else target.rel + "/"
     entries, truncated = _walk(target.path, prefix, depth, max_entries)
     entries.sort(key=lambda e: e["path"].split("/"))
+    where = "the project root" if target.rel == "." else target.rel
     note = " (truncated: narrow the path or lower depth)" if truncated else ""
-    return ToolResult.success(
-        f"{len(entries)} entries under {target.rel}{note}.",
-        path=target.rel,
-        entries=entries,
+    return ToolResult(
+        ok=True,
+        message=f"{len(entries)} entries under {where}{note}.",
+        data={"path": target.rel, "entries": entries, "truncated": truncated},
         truncated=truncated,
     )
 
 
-def _walk(
-    top: Path, prefix: str, depth: int, max_entries: int
-) -> tuple[list[dict[str, Any]], bool]:
+def _walk(top: Path, prefix: str, depth: int, max_entries: int) -> tuple[list[Entry], bool]:
     """Breadth first, so a truncated listing still shows every upper level."""
     entries: list[Entry] = []
     used = 0
@@ -98,8 +98,7 @@ def _walk(
             entry = _describe(item, pre + item.name)
             entries.append(entry)
             used += len(entry["path"]) + len(entry.get("target", "")) + 40
-            descend = entry["type"] == "dir" and not entry.get("skipped") and level < depth
-            if descend:
+            if entry["type"] == "dir" and not entry.get("skipped") and level < depth:
                 queue.append((Path(item.path), entry["path"] + "/", level + 1))
     return entries, False
 
@@ -138,15 +137,18 @@ def fs_read(
     """
     target = ctx.resolve(path, must_exist=True)
     try:
-        with open(os.open(target.path, _OPEN_READ), "rb") as f:
-            st = os.fstat(f.fileno())
+        fd = os.open(target.path, _OPEN_READ)
+        try:
+            st = os.fstat(fd)
             _require_regular(st, path)
-            page = _read_page(f, st.st_size, start_line, max_lines)
-            if page is None:
-                return _binary_result(f, target.rel, st.st_size)
+            page = _read_page(fd, st.st_size, start_line, max_lines)
+        finally:
+            os.close(fd)
     except OSError as err:
         raise _os_failure(err, path, "read") from None
     ctx.workspace.read_stamps[target.rel] = (st.st_mtime_ns, st.st_size)
+    if isinstance(page, str):
+        return _binary_result(target.rel, st.st_size, page)
     lines, total = page
     if start_line > max(total, 1):
         raise ToolError(
@@ -170,17 +172,20 @@ def fs_read(
     )
 
 
-def _read_page(f: io.BufferedReader, size: int, start: int, max_lines: int) -> Page | None:
-    """Numbered lines of one page and the file's line count; None when the file is binary."""
+def _read_page(fd: int, size: int, start: int, max_lines: int) -> Page | str:
+    """Numbered lines of one page and the line count, or the sha256 of a binary file."""
     if size > _WHOLE_FILE:
-        return _stream_page(f, start, max_lines)
-    data = f.read()
+        with open(fd, "rb", closefd=False) as f:
+            return _stream_page(f, start, max_lines)
+    data = os.read(fd, size + 1)  # a regular file reads short only at its end
+    while len(data) > size and (more := os.read(fd, 1 << 16)):
+        data += more  # it grew since fstat
     if b"\0" in data[:_SNIFF]:
-        return None
+        return hashlib.sha256(data).hexdigest()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return None
+        return hashlib.sha256(data).hexdigest()
     if "\r" in text:
         text = text.replace("\r\n", "\n")
     all_lines = text.split("\n")
@@ -189,15 +194,16 @@ def _read_page(f: io.BufferedReader, size: int, start: int, max_lines: int) -> P
     return _number(all_lines[start - 1 : start - 1 + max_lines], start), len(all_lines)
 
 
-def _stream_page(f: io.BufferedReader, start: int, max_lines: int) -> Page | None:
+def _stream_page(f: io.BufferedReader, start: int, max_lines: int) -> Page | str:
     """Large files: decode only the page, count the other lines as bytes."""
     head = f.read(_SNIFF)
-    if b"\0" in head:
-        return None
     try:
+        if b"\0" in head:
+            raise ValueError("NUL byte")
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError:
-        return None
+    except ValueError:  # UnicodeDecodeError is one
+        f.seek(0)
+        return hashlib.file_digest(f, "sha256").hexdigest()
     f.seek(0)
     wanted: list[str] = []
     n = 0
@@ -220,7 +226,26 @@ def _count_rest(f: io.BufferedReader) -> int:
 
 
 def _number(lines: list[str], start: int) -> list[str]:
-    """Prefix line numbers; cap long lines and stop once the page is full."""
+    """Prefix line numbers; the usual page (short lines, under the cap) takes the fast path."""
+    chars = sum(map(len, lines))
+    fits = chars + 8 * len(lines) <= PAGE_CAP
+    if fits and (chars <= LINE_CAP or max(map(len, lines)) <= LINE_CAP):
+        end = start + len(lines)
+        if end <= _PREFIX_CACHE_LINES:
+            return [p + line for p, line in zip(_prefixes(end)[start:end], lines, strict=True)]
+        return [f"{n:>6}\t{line}" for n, line in enumerate(lines, start)]
+    return _number_capped(lines, start)
+
+
+def _prefixes(end: int) -> list[str]:
+    """Line-number prefixes, formatted once: formatting them per read was the costliest step."""
+    if len(_PREFIXES) < end:
+        _PREFIXES.extend(f"{n:>6}\t" for n in range(len(_PREFIXES), max(end, 1024)))
+    return _PREFIXES
+
+
+def _number_capped(lines: list[str], start: int) -> list[str]:
+    """Cut long lines and stop once the page is full."""
     out: list[str] = []
     used = 0
     for n, line in enumerate(lines, start):
@@ -234,9 +259,7 @@ def _number(lines: list[str], start: int) -> list[str]:
     return out
 
 
-def _binary_result(f: io.BufferedReader, rel: str, size: int) -> ToolResult:
-    f.seek(0)
-    digest = hashlib.file_digest(f, "sha256").hexdigest()
+def _binary_result(rel: str, size: int, digest: str) -> ToolResult:
     mime = mimetypes.guess_type(rel)[0] or "application/octet-stream"
     return ToolResult.success(
         f"{rel} is a binary file ({size} bytes, {mime}); its content is not shown.",
@@ -269,6 +292,8 @@ def fs_write(
         st: os.stat_result | None = os.stat(target.path)
     except FileNotFoundError:
         st = None
+    except OSError as err:
+        raise _os_failure(err, path, "write") from None
     if st is not None:
         _require_regular(st, path)
         if mode == "create":
@@ -375,7 +400,7 @@ def _load_for_edit(ctx: ToolContext, real: Path, rel: str, raw: str) -> str:
             raise ToolError(
                 f"{rel} changed since it was last read.",
                 code="FILE_CHANGED_SINCE_READ",
-                hint=_REREAD,
+                hint="Read the file again with fs.read, then retry the edit.",
                 retryable=True,
             )
         data = real.read_bytes()
@@ -413,11 +438,9 @@ def _find_once(text: str, old: str, rel: str) -> int:
         positions.append(nxt)
     if len(positions) > 1:
         lines = [text.count("\n", 0, p) + 1 for p in positions]
-        more = "+" if len(positions) == 50 else ""
+        count = f"{len(positions)}{'+' if len(positions) == 50 else ''}"
         raise ToolError(
-            f"old_text occurs {len(positions)}{more} times in {rel} (lines "
-            + ", ".join(map(str, lines[:20]))
-            + ").",
+            f"old_text occurs {count} times in {rel} (lines {', '.join(map(str, lines[:20]))}).",
             code="EDIT_AMBIGUOUS",
             hint="Include more surrounding lines in old_text so it matches exactly once.",
             retryable=True,
@@ -459,8 +482,6 @@ def _require_regular(st: os.stat_result, raw: str) -> None:
 
 
 def _os_failure(err: OSError, raw: str, verb: str) -> ToolError:
-    if isinstance(err, IsADirectoryError):
-        return ToolError(f"{raw!r} is a directory.", code="PATH_IS_DIRECTORY", hint="Use fs.list.")
     if isinstance(err, NotADirectoryError | FileExistsError):
         return ToolError(
             f"Cannot {verb} {raw!r}: a part of the path is a file, not a folder.",

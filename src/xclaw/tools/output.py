@@ -25,7 +25,9 @@ def cap_result(result: ToolResult, cap: int) -> ToolResult:
         return result
     data: dict[str, Any] = dict(result.data)
     budget = max(cap - len(result.message), 256)
-    strings = sorted((k for k, v in data.items() if isinstance(v, str)), key=lambda k: -len(data[k]))
+    strings = sorted(
+        (k for k, v in data.items() if isinstance(v, str)), key=lambda k: -len(data[k])
+    )
     others = sum(_size(v) for k, v in data.items() if k not in strings)
     share = max((budget - others) // max(len(strings), 1), 128)
     for k in strings:

@@ -115,7 +115,7 @@ def parse_porcelain(out: str, prefix: str = "") -> dict[str, Any]:
             info.update(_parse_header(record))
         elif len(record) > 3:
             status, path = record[:2], record[3:].removeprefix(prefix)
-            entry = {"path": path, "status": status}
+            entry = {"path": path or ".", "status": status}  # "": the whole project is new
             if "R" in status or "C" in status:  # -z puts the old name in the next record
                 entry["from"] = records[i].removeprefix(prefix) if i < len(records) else ""
                 i += 1

@@ -110,20 +110,23 @@ async def _search_rg(rg: str, root: Path, target: Path, q: SearchQuery) -> Searc
     assert proc.stdout is not None and proc.stderr is not None
     out = SearchOutcome(engine="rg")
     stderr_task = asyncio.ensure_future(proc.stderr.read())
+    finished = False
     try:
         async for raw in proc.stdout:
             hit = _parse_rg_line(raw, root)
             if hit is not None and not out.add(*hit, q.max_results):
                 break
+        else:
+            finished = True
     finally:
-        if proc.returncode is None:
+        if not finished and proc.returncode is None:  # enough matches, or cancelled
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
         await proc.wait()
         stderr = (await stderr_task).decode("utf-8", "replace")
     if proc.returncode == 2:  # an error; matches found elsewhere are still good
         if "regex parse error" in stderr and not out.matches:
-            raise _invalid_pattern(stderr.strip())
+            raise _invalid_pattern(stderr.split("\n\nConsider")[0].strip())  # no --pcre2 here
         out.warning = stderr.strip()[:500]
     return out
 
@@ -274,11 +277,16 @@ async def fs_search(
     out = await search(ctx.root, target.path, query)
     files = len({m["path"] for m in out.matches})
     more = " (truncated: narrow the path or pattern)" if out.truncated else ""
-    extra = {"warning": out.warning} if out.warning else {}
-    return ToolResult.success(
-        f"{len(out.matches)} matching lines in {files} files{more}.",
-        matches=out.matches,
+    data: dict[str, Any] = {
+        "matches": out.matches,
+        "truncated": out.truncated,
+        "engine": out.engine,
+    }
+    if out.warning:
+        data["warning"] = out.warning
+    return ToolResult(
+        ok=True,
+        message=f"{len(out.matches)} matching lines in {files} file(s){more}.",
+        data=data,
         truncated=out.truncated,
-        engine=out.engine,
-        **extra,
     )

@@ -1,0 +1,3 @@
+from xclaw.cli.app import main
+
+main()

@@ -1,0 +1,496 @@
+"""Command policy (seed 000 §8.2): which ``program + argv`` forms need a human's approval.
+
+The program's basename is normalised (``/usr/bin/rm``, ``RM.EXE`` → ``rm``) and wrappers such
+as ``env``, ``nice``, ``timeout`` or ``xargs`` are unwrapped, so a dangerous program cannot hide
+behind a path or a launcher. This recognises *known* high-risk forms only: any program can
+still spawn processes or generate code in ways no argv check can see, so it is policy, not a
+sandbox.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from xclaw.core.tooling import Risk
+from xclaw.policy._argv import (
+    Options,
+    before_dashdash,
+    long_is,
+    scan,
+    short_flags,
+    split_string,
+)
+from xclaw.policy.paths import find_outside_paths
+
+
+@dataclass(frozen=True, slots=True)
+class CommandVerdict:
+    action: Literal["allow", "ask"]
+    risk: Risk
+    reason: str
+    rule: str  # what an "allow for task" grant names, e.g. "git push", "rm", "bash -c"
+
+
+ALLOW_EXECUTE = CommandVerdict("allow", Risk.EXECUTE, "", "")
+Check = Callable[[str, Sequence[str]], CommandVerdict | None]
+_MAX_DEPTH = 8
+
+
+def _ask(risk: Risk, reason: str, rule: str) -> CommandVerdict:
+    return CommandVerdict("ask", risk, reason, rule)
+
+
+def _inline(rule: str) -> CommandVerdict:
+    return _ask(Risk.DESTRUCTIVE, f"inline code ({rule})", rule)
+
+
+def normalize_program(program: str) -> str:
+    """``/usr/bin/rm`` → ``rm``; ``C:\\Tools\\Git.EXE`` → ``git``."""
+    name = re.split(r"[\\/]", program.strip())[-1].lower()
+    for ext in (".exe", ".cmd", ".bat", ".com"):
+        if name.endswith(ext) and len(name) > len(ext):
+            return name[: -len(ext)]
+    return name
+
+
+# --- interpreters given inline code ----------------------------------------------------
+
+
+def _w(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# An interpreter with no script reads its code from standard input (terminal.exec can feed
+# it), so "no script" asks like inline code does; -s and -i make shells read it too.
+_SHELL = Options(
+    value_short="oO", value_long=_w("--rcfile --init-file"), inline_short="csi", plus_prefix=True
+)
+_INTERPRETERS: dict[str, tuple[Options, str]] = {
+    "fish": (Options(inline_short="cCi", inline_long=_w("--command --init-command")), "-c"),
+    "python": (
+        Options(
+            value_short="WX",
+            value_long=_w("--check-hash-based-pycs"),
+            inline_short="ci",
+            stop_short="m",
+            info=_w("-V -VV -h --help --version"),
+        ),
+        "-c",
+    ),
+    "node": (
+        Options(
+            value_short="rC",
+            value_long=_w("--require --import --loader --experimental-loader --input-type")
+            | _w("--conditions --title --env-file --inspect-port --watch-path"),
+            inline_short="epi",
+            inline_long=_w("--eval --print --interactive"),
+            info=_w("-v -h --help --version"),
+        ),
+        "-e",
+    ),
+    "bun": (
+        Options(
+            value_short="rc",
+            value_long=_w("--cwd --config --preload --env-file --port"),
+            inline_short="ep",
+            inline_long=_w("--eval --print"),
+            info=_w("-v -h --help --version --revision"),
+        ),
+        "-e",
+    ),
+    "perl": (
+        Options(
+            value_short="I",
+            glued_short="MmixdDFCV",
+            digits_short="l0",
+            inline_short="eE",
+            info=_w("-v -V -h --help --version"),
+        ),
+        "-e",
+    ),
+    "ruby": (
+        Options(value_short="CEIr", glued_short="FKxi", digits_short="0TW", inline_short="e"),
+        "-e",
+    ),
+    "php": (Options(value_short="cdfztS", inline_short="rRBEa", info=_w("-v -i -m -h")), "-r"),
+}
+for _sh in ("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "csh", "tcsh"):
+    _INTERPRETERS[_sh] = (_SHELL, "-c")
+
+_PYTHON_NAME = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?[a-z]?$|^py$")
+
+
+def _family(name: str) -> str:
+    if _PYTHON_NAME.match(name):
+        return "python"
+    if name.startswith("mkfs"):
+        return "mkfs"
+    return {"nodejs": "node", "powershell": "pwsh", "flyctl": "fly", "tofu": "terraform"}.get(
+        name, name
+    )
+
+
+def _check_interpreter(family: str, args: Sequence[str]) -> CommandVerdict | None:
+    spec, flag = _INTERPRETERS[family]
+    inline, i = scan(args, spec)
+    if inline:
+        return _inline(f"{family} {flag}")
+    if (i >= len(args) or args[i] == "-") and not any(a in spec.info for a in args):
+        return _ask(Risk.DESTRUCTIVE, f"code from standard input ({family})", f"{family} {flag}")
+    return None
+
+
+def _check_deno(family: str, args: Sequence[str]) -> CommandVerdict | None:
+    words = before_dashdash(args)
+    positional = [a for a in words if not a.startswith("-")]
+    evals = any(a in ("-e", "--eval") or a.startswith("--eval=") for a in words)
+    stdin = positional[:1] in ([], ["repl"], ["eval"]) or "-" in words
+    info = any(a in ("-v", "-V", "--version", "-h", "--help") for a in words)
+    return _inline("deno eval") if evals or (stdin and not info) else None
+
+
+def _check_pwsh(family: str, args: Sequence[str]) -> CommandVerdict | None:
+    # PowerShell accepts any unambiguous prefix of a parameter, with - or / (but /x/y is a path).
+    params = [a for a in args if a[:1] == "-" or (a[:1] == "/" and "/" not in a[1:])]
+    names = [a.lstrip("-/").lower() for a in params]
+    if any("command".startswith(n) or "encodedcommand".startswith(n) or n == "ec" for n in names):
+        return _inline("pwsh -c")
+    if any("file".startswith(n) or "version".startswith(n) for n in names):
+        return None
+    # A bare first argument that is no script runs as a command (Windows PowerShell); none at
+    # all means commands come from standard input.
+    loose = [a for a in args if a not in params]
+    return None if loose[:1] and loose[0].lower().endswith(".ps1") else _inline("pwsh -c")
+
+
+def _always(risk: Risk, what: str) -> Check:
+    """A program that asks whatever its arguments (sudo, dd, ssh, cmd)."""
+    return lambda family, args: _ask(risk, f"{family} {what}", family)
+
+
+# --- git -------------------------------------------------------------------------------
+
+_GIT_VALUE_OPTS = _w("-C -c --git-dir --work-tree --namespace --super-prefix --config-env")
+# Config keys whose value git runs as a command, or that pull in other config.
+_GIT_EXEC_KEY = re.compile(
+    r"^(?:alias\.|pager\.|filter\.|credential\.|gpg\.|include|sequence\.editor$"
+    r"|diff\.external$|core\.(?:pager|editor|sshcommand|fsmonitor|hookspath|askpass|gitproxy)$"
+    r"|.*\.(?:textconv|command|cmd|program|helper|receivepack|uploadpack)$)",
+    re.IGNORECASE,
+)
+
+
+def _git_globals(args: Sequence[str]) -> tuple[list[str], int]:
+    """(config values given with -c/--config-env, index of the subcommand)."""
+    configs: list[str] = []
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        a = args[i]
+        name, eq, value = a.partition("=")
+        if a in _GIT_VALUE_OPTS:
+            if i + 1 < len(args) and a in ("-c", "--config-env"):
+                configs.append(args[i + 1])
+            i += 2
+            continue
+        if eq and name == "--config-env":
+            configs.append(value)
+        elif a.startswith("-c") and len(a) > 2:
+            configs.append(a[2:])
+        i += 1
+    return configs, i
+
+
+def _check_git(family: str, args: Sequence[str]) -> CommandVerdict | None:
+    configs, i = _git_globals(args)
+    sub = args[i] if i < len(args) else ""
+    rest = list(args[i + 1 :])
+    # "git config alias.x '!cmd'" stores what "git -c" would pass once: both ask.
+    keys = configs + (rest if sub == "config" else [])
+    if any(_GIT_EXEC_KEY.match(k.split("=", 1)[0]) for k in keys):
+        return _ask(Risk.DESTRUCTIVE, "git config that runs commands", "git -c")
+    if sub in ("push", "send-email"):
+        return _ask(Risk.EXTERNAL, f"git {sub} sends commits to another machine", f"git {sub}")
+    if sub == "clean" and not any(a in ("-n", "--dry-run") for a in rest):
+        return _ask(Risk.DESTRUCTIVE, "git clean deletes untracked files", "git clean")
+    if sub == "reset" and "--hard" in rest:
+        return _ask(Risk.DESTRUCTIVE, "git reset --hard discards uncommitted work", "git reset")
+    if sub == "submodule" and "foreach" in rest:
+        return _inline("git submodule foreach")
+    if sub == "rebase" and any(a in ("-x", "--exec") or a.startswith("--exec=") for a in rest):
+        return _inline("git rebase --exec")
+    return None
+
+
+# --- publishing and deploying ----------------------------------------------------------
+
+# program: subcommand sequences that publish or deploy, "|" between alternatives; "*" is any
+# invocation except local work (vercel alone deploys).
+_PUBLISH_TABLE = """
+npm: publish | unpublish
+yarn: publish | npm publish
+pnpm: publish
+twine: upload
+cargo: publish
+gem: push
+poetry: publish
+uv: publish
+flit: publish
+hatch: publish
+pdm: publish
+docker: push | image push | manifest push
+podman: push | image push | manifest push
+gh: release create | release upload | pr create | pr merge | repo create | repo delete
+netlify: deploy
+fly: deploy
+firebase: deploy
+wrangler: deploy | publish
+kubectl: apply | delete | create | replace | patch | scale
+terraform: apply | destroy
+helm: install | upgrade | uninstall
+vercel: *
+"""
+_PUBLISH: dict[str, tuple[tuple[str, ...], ...]] = {
+    # Longest first, so "yarn npm publish" is named as such rather than "yarn publish".
+    prog.strip(): tuple(sorted((tuple(alt.split()) for alt in alts.split("|")), key=len)[::-1])
+    for prog, alts in (line.split(":") for line in _PUBLISH_TABLE.strip().splitlines())
+}
+
+
+def _contains(words: list[str], seq: tuple[str, ...]) -> bool:
+    n = len(seq)
+    return any(tuple(words[k : k + n]) == seq for k in range(len(words) - n + 1))
+
+
+def _check_publish(family: str, args: Sequence[str]) -> CommandVerdict | None:
+    # A subcommand anywhere among the words: an option value may sit before it.
+    words = [a for a in before_dashdash(args) if not a.startswith("-")]
+    for seq in _PUBLISH[family]:
+        if seq == ("*",) and words[:1] not in (["dev"], ["build"], ["help"]):
+            return _ask(Risk.EXTERNAL, f"{family} deploys outside this machine", family)
+        if _contains(words, seq):
+            rule = " ".join((family, *seq))
+            return _ask(Risk.EXTERNAL, f"{rule} publishes or deploys outside this machine", rule)
+    return None
+
+
+# --- uploads ---------------------------------------------------------------------------
+
+_WRITE_METHODS = _w("POST PUT DELETE PATCH")
+_CURL_UPLOAD_LONG = _w("--upload-file --form --form-string --json")
+_CURL_VALUE_SHORT = "AbcCDeEHKmortuUwxYyz"
+
+
+def _check_curl(family: str, args: Sequence[str]) -> CommandVerdict | None:
+    upload = _ask(Risk.SENSITIVE, "curl sends data to a remote host", "curl")
+    for i, a in enumerate(args):
+        nxt = args[i + 1] if i + 1 < len(args) else ""
+        if a.startswith("--"):
+            name, eq, value = a.partition("=")
+            if name in _CURL_UPLOAD_LONG or name.startswith("--data"):
+                return upload
+            if name == "--request" and (value if eq else nxt).upper() in _WRITE_METHODS:
+                return upload
+            continue
+        body = short_flags(a)
+        for j, ch in enumerate(body):
+            if ch in "TdF":
+                return upload
+            if ch == "X" and (body[j + 1 :] or nxt).upper() in _WRITE_METHODS:
+                return upload
+            if ch == "X" or ch in _CURL_VALUE_SHORT:
+                break
+    return None
+
+
+def _check_wget(family: str, args: Sequence[str]) -> CommandVerdict | None:
+    upload = _ask(Risk.SENSITIVE, "wget sends data to a remote host", "wget")
+    for i, a in enumerate(args):
+        name, eq, value = a.partition("=")
+        if name in ("--post-data", "--post-file", "--body-data", "--body-file"):
+            return upload
+        nxt = args[i + 1] if i + 1 < len(args) else ""
+        if name == "--method" and (value if eq else nxt).upper() in _WRITE_METHODS:
+            return upload
+    return None
+
+
+# --- deleting, privileges, disks ---------------------------------------------------------
+
+
+def _check_rm(family: str, args: Sequence[str]) -> CommandVerdict:
+    for a in before_dashdash(args):
+        forced = a.startswith("--") and any(
+            long_is(a, full) for full in ("--recursive", "--force", "--no-preserve-root")
+        )
+        if forced or set(short_flags(a)) & set("rRf"):
+            return _ask(Risk.DESTRUCTIVE, "recursive or forced delete", "rm")
+    return CommandVerdict("allow", Risk.WRITE, "", "rm")
+
+
+def _check_recursive_mode(family: str, args: Sequence[str]) -> CommandVerdict | None:
+    for a in before_dashdash(args):
+        if "R" in short_flags(a) or (a.startswith("--") and long_is(a, "--recursive")):
+            return _ask(Risk.DESTRUCTIVE, f"recursive {family}", f"{family} -R")
+    return None
+
+
+def _check_find(family: str, args: Sequence[str]) -> CommandVerdict | None:
+    if "-delete" in args:
+        return _ask(Risk.DESTRUCTIVE, "find -delete removes every match", "find -delete")
+    for i, a in enumerate(args):
+        if a in ("-exec", "-execdir", "-ok", "-okdir"):
+            inner: list[str] = []
+            for b in args[i + 1 :]:
+                if b in (";", "+"):
+                    break
+                inner.append(b)
+            if inner:
+                verdict = classify_command(inner[0], inner[1:])
+                if verdict.action == "ask":
+                    return verdict
+    return None
+
+
+_PRIV = Risk.DESTRUCTIVE
+_DISK = "can overwrite disks or files for good"
+_CHECKS: dict[str, Check] = {
+    **{name: _check_interpreter for name in _INTERPRETERS},
+    **{name: _check_publish for name in _PUBLISH},
+    **dict.fromkeys(_w("sudo su doas pkexec runas gsudo"), _always(_PRIV, "runs as another user")),
+    **dict.fromkeys(_w("dd mkfs shred wipefs fdisk sfdisk parted"), _always(_PRIV, _DISK)),
+    **{name: _check_recursive_mode for name in ("chmod", "chown", "chgrp")},
+    **dict.fromkeys(_w("ssh scp sftp"), _always(Risk.EXTERNAL, "reaches a remote host")),
+    "deno": _check_deno,
+    "pwsh": _check_pwsh,
+    "cmd": _always(Risk.DESTRUCTIVE, "runs inline code (cmd /c or standard input)"),
+    "git": _check_git,
+    "curl": _check_curl,
+    "wget": _check_wget,
+    "rm": _check_rm,
+    "find": _check_find,
+}
+
+
+# --- wrappers that run another program -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Wrapper:
+    options: Options = field(default_factory=Options)
+    skip_positionals: int = 0  # timeout's duration
+    no_command: str = ""  # letters meaning "no program follows" (command -v, ionice -p)
+
+
+_WRAPPERS: dict[str, _Wrapper] = {
+    # "nice -5 cmd" needs nothing special: digits are no option letters.
+    "nice": _Wrapper(Options(value_short="n", value_long=_w("--adjustment"))),
+    "timeout": _Wrapper(
+        Options(value_short="sk", value_long=_w("--signal --kill-after")),
+        skip_positionals=1,
+    ),
+    "nohup": _Wrapper(),
+    "setsid": _Wrapper(),
+    "busybox": _Wrapper(),
+    "xargs": _Wrapper(
+        Options(
+            value_short="nLIdsPaE",
+            glued_short="ile",
+            value_long=_w("--arg-file --delimiter --max-args --max-procs --max-chars")
+            | _w("--process-slot-var"),
+        )
+    ),
+    "command": _Wrapper(no_command="vV"),
+    "exec": _Wrapper(Options(value_short="a")),
+    "time": _Wrapper(Options(value_short="fo", value_long=_w("--format --output"))),
+    "stdbuf": _Wrapper(Options(value_short="ioe", value_long=_w("--input --output --error"))),
+    "ionice": _Wrapper(
+        Options(value_short="cnpPu", value_long=_w("--class --classdata")),
+        no_command="pPu",
+    ),
+    "npx": _Wrapper(Options(value_short="p", value_long=_w("--package"))),
+    "pnpx": _Wrapper(Options(value_short="p", value_long=_w("--package"))),
+    "bunx": _Wrapper(),
+    "uvx": _Wrapper(Options(value_long=_w("--from --with --python"))),
+}
+
+
+def _unwrap(spec: _Wrapper, args: Sequence[str]) -> list[str]:
+    """The wrapped program and its arguments; empty when none follows."""
+    for a in before_dashdash(args):
+        if not a.startswith("-"):
+            break
+        if set(short_flags(a)) & set(spec.no_command):
+            return []
+    _, i = scan(args, spec.options)
+    return list(args[i + spec.skip_positionals :])
+
+
+# Variables whose value some program runs as code or loads into every process.
+_CODE_VARIABLES = frozenset(
+    {"LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV", "PROMPT_COMMAND"}
+    | {"GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR"}
+    | {"GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "PAGER", "EDITOR", "VISUAL"}
+)
+_ENV_OPTIONS = Options(value_short="uCSP", value_long=_w("--unset --chdir --split-string"))
+
+
+def _unwrap_env(args: Sequence[str], depth: int) -> CommandVerdict:
+    _, i = scan(args, _ENV_OPTIONS)
+    while i < len(args) and args[i] == "-":  # "env -" is "env -i", options may follow
+        _, more = scan(args[i + 1 :], _ENV_OPTIONS)
+        i += 1 + more
+    split = split_string(args[:i])
+    if split is not None:  # env -S "prog args": the string is a command line of its own
+        return _classify("env", [*split, *args[i:]], depth + 1)
+    while i < len(args) and "=" in args[i] and not args[i].startswith("="):
+        name = args[i].split("=", 1)[0]
+        if name in _CODE_VARIABLES or name.startswith("GIT_CONFIG"):
+            return _ask(Risk.DESTRUCTIVE, f"{name} makes the program run other code", f"env {name}")
+        i += 1
+    if i >= len(args):
+        return ALLOW_EXECUTE
+    return _classify(args[i], list(args[i + 1 :]), depth + 1)
+
+
+# --- entry points ------------------------------------------------------------------------
+
+
+def classify_command(program: str, argv: Sequence[str]) -> CommandVerdict:
+    """Allow, or ask with a risk and the narrow rule an "allow for task" answer would grant.
+
+    ``argv`` holds the arguments after the program, as in ``Command``.
+    """
+    return _classify(program, list(argv), 0)
+
+
+def _classify(program: str, args: list[str], depth: int) -> CommandVerdict:
+    name = normalize_program(program)
+    if depth > _MAX_DEPTH:
+        return _ask(Risk.DESTRUCTIVE, "too many nested launcher programs", name)
+    if name == "env":
+        return _unwrap_env(args, depth)
+    wrapper = _WRAPPERS.get(name)
+    if wrapper is not None:
+        if name in ("npx", "pnpx") and any(a in ("-c", "--call") for a in args):
+            return _inline(f"{name} -c")
+        inner = _unwrap(wrapper, args)
+        return _classify(inner[0], inner[1:], depth + 1) if inner else ALLOW_EXECUTE
+    family = _family(name)
+    check = _CHECKS.get(family)
+    verdict = check(family, args) if check is not None else None
+    return verdict or ALLOW_EXECUTE
+
+
+def arguments_reaching_outside(
+    argv: Sequence[str],
+    root: Path,
+    *,
+    cwd: Path | None = None,
+    extra_roots: Sequence[Path] = (),
+) -> list[str]:
+    """Arguments that look like paths resolving outside the root (the engine asks for them)."""
+    return [arg for arg, _ in find_outside_paths(argv, root, cwd=cwd, extra_roots=extra_roots)]

@@ -1,0 +1,175 @@
+"""The policy engine: allow, ask or deny one prepared tool call (seed 000 §8).
+
+It judges what the call would touch (``PreparedCall.access``), never what the model says about
+it: paths are resolved against the root and the task's grants, commands are classified by
+``classify_command``. Grants only ever come from ``grant()``, which the loop calls after a
+human answered *allow for task*; every grant proposed here is narrow (one folder, one file,
+or one program form).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from xclaw.core.errors import PolicyDenied
+from xclaw.core.tooling import Command, Decision, Grant, PreparedCall, Risk
+from xclaw.policy.commands import classify_command
+from xclaw.policy.paths import find_outside_paths, is_secret_path, resolve_inside_root
+from xclaw.tools.base import Workspace
+
+_RISK_ORDER = list(Risk)  # read < write < execute < sensitive < destructive < external
+_ACTION_ORDER = {"allow": 0, "ask": 1, "deny": 2}
+_ASKING_RISKS = frozenset({Risk.SENSITIVE, Risk.DESTRUCTIVE, Risk.EXTERNAL})
+
+
+class PolicyEngine:
+    """Implements ``core.tooling.Policy`` for one run's workspace."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    def grant(self, grant: Grant) -> None:
+        """Remember an *allow for task* answer for the rest of the run."""
+        if grant.kind == "path":
+            path = Path(grant.value)
+            if not path.is_absolute():
+                raise ValueError(f"a path grant needs an absolute path, not {grant.value!r}")
+            grant = Grant("path", os.path.realpath(path))
+        self.workspace.grants.add(grant)
+
+    def evaluate(self, prepared: PreparedCall) -> Decision:
+        decisions = list(self._judge(prepared))
+        if not decisions:
+            return Decision("allow", prepared.spec.risk)
+        return _most_severe(decisions)
+
+    def _judge(self, prepared: PreparedCall) -> Iterator[Decision]:
+        spec, access = prepared.spec, prepared.access
+        rule = f"tool:{spec.name}"
+        if spec.risk in _ASKING_RISKS and Grant("command", rule) not in self.workspace.grants:
+            yield Decision(
+                "ask",
+                spec.risk,
+                f"{spec.name} is marked {spec.risk}",
+                code="TOOL_NEEDS_APPROVAL",
+                grant=Grant("command", rule),
+            )
+        for raw in access.reads:
+            yield from self._judge_path(raw, write=False)
+        for raw in access.writes:
+            yield from self._judge_path(raw, write=True)
+        if access.command is not None:
+            yield from self._judge_command(access.command)
+
+    def _judge_path(self, raw: str, *, write: bool) -> Iterator[Decision]:
+        ws = self.workspace
+        try:
+            resolved = resolve_inside_root(raw, ws.root, extra_roots=ws.extra_roots(), write=write)
+        except PolicyDenied as err:
+            yield self._refusal(err, "writes" if write else "reads")
+            return
+        exact = Grant("path", str(resolved.path))
+        if exact in ws.grants:
+            return
+        if not write and (is_secret_path(resolved.rel) or is_secret_path(raw)):
+            why, code = "looks like a credential file", "PATH_SECRET"
+        elif write and resolved.inside_root and resolved.rel.split("/")[0] == ".git":
+            why, code = "is inside .git, whose hooks and config run code", "PATH_GIT_INTERNAL"
+        else:
+            return
+        yield Decision(
+            "ask",
+            Risk.SENSITIVE,
+            f"{raw!r} {why}",
+            code=code,
+            grant=exact,
+            targets=(str(resolved.path),),
+        )
+
+    def _refusal(self, err: PolicyDenied, verb: str, *, is_dir: bool = False) -> Decision:
+        """PATH_OUTSIDE_ROOT becomes a question; every other path refusal is final."""
+        target = err.data.get("path")
+        if err.code != "PATH_OUTSIDE_ROOT" or not isinstance(target, str):
+            return Decision("deny", Risk.SENSITIVE, err.message, code=err.code)
+        return Decision(
+            "ask",
+            Risk.SENSITIVE,
+            f"{verb} {target}, outside the project",
+            code="PATH_OUTSIDE_ROOT",
+            grant=narrow_path_grant(Path(target), self.workspace.root, is_dir=is_dir),
+            targets=(target,),
+        )
+
+    def _judge_command(self, command: Command) -> Iterator[Decision]:
+        ws = self.workspace
+        try:
+            cwd = resolve_inside_root(command.cwd or ".", ws.root, extra_roots=ws.extra_roots())
+            cwd_path = cwd.path
+        except PolicyDenied as err:
+            yield self._refusal(err, "runs in", is_dir=True)
+            if err.code != "PATH_OUTSIDE_ROOT":
+                return
+            cwd_path = Path(str(err.data["path"]))
+        line = shlex.join([command.program, *command.argv])
+        verdict = classify_command(command.program, command.argv)
+        if verdict.action == "ask" and Grant("command", verdict.rule) not in ws.grants:
+            yield Decision(
+                "ask",
+                verdict.risk,
+                f"{verdict.reason}: {line}",
+                code="COMMAND_NEEDS_APPROVAL",
+                grant=Grant("command", verdict.rule),
+            )
+        outside = find_outside_paths(
+            command.argv, ws.root, cwd=cwd_path, extra_roots=ws.extra_roots()
+        )
+        if outside:
+            yield Decision(
+                "ask",
+                Risk.SENSITIVE,
+                "arguments reach outside the project: " + ", ".join(arg for arg, _ in outside),
+                code="COMMAND_OUTSIDE_ROOT",
+                grant=narrow_path_grant(outside[0][1], ws.root),
+                targets=tuple(str(p) for _, p in outside),
+            )
+
+
+def narrow_path_grant(target: Path, root: Path, *, is_dir: bool | None = None) -> Grant | None:
+    """The folder an *allow for task* answer opens: the target's folder, never a wide one.
+
+    A directory target is granted itself, a file its parent folder. When that folder would be
+    too wide (``/``, a top-level folder, the home folder or an ancestor of the project), only
+    the target itself is offered; when even that is too wide, no task grant is offered.
+    """
+    directory = target.is_dir() if is_dir is None else is_dir
+    for candidate in (target if directory else target.parent, target):
+        if not _too_broad(candidate, root):
+            return Grant("path", str(candidate))
+    return None
+
+
+def _too_broad(path: Path, root: Path) -> bool:
+    if len(path.parts) <= 2 or path == root or path in root.parents:
+        return True
+    try:
+        home = Path(os.path.realpath(Path.home()))
+    except RuntimeError:  # no home directory known
+        return False
+    return path == home or path in home.parents
+
+
+def _most_severe(decisions: list[Decision]) -> Decision:
+    """deny > ask > allow, then by risk. An ask lists every reason and target at once,
+    because *allow once* approves the whole call."""
+    best = max(decisions, key=lambda d: (_ACTION_ORDER[d.action], _RISK_ORDER.index(d.risk)))
+    if best.action != "ask":
+        return best
+    asks = [d for d in decisions if d.action == "ask"]
+    reasons = list(dict.fromkeys(d.reason for d in asks if d.reason))
+    reasons.sort(key=lambda r: r != best.reason)
+    targets = tuple(dict.fromkeys(t for d in asks for t in d.targets))
+    return replace(best, reason="; ".join(reasons), targets=targets)
