@@ -10,6 +10,12 @@ from rich.markup import escape
 
 from xclaw.core.events import Event
 from xclaw.core.state import RunResult
+from xclaw.redact import redact
+
+
+def _safe(text: str) -> str:
+    """Redacted and escaped for rich markup: everything the model or a tool said."""
+    return escape(redact(text))
 
 
 def summarize_args(arguments: dict[str, Any], limit: int = 100) -> str:
@@ -36,42 +42,42 @@ class LiveView:
 
     def on_run_started(self, ev: Event) -> None:
         p = ev.payload
-        self.console.print(f"[bold]▶ run {ev.session_id}[/] · model {escape(str(p['model']))}")
+        self.console.print(f"[bold]▶ run {ev.session_id}[/] · model {_safe(str(p['model']))}")
 
     def on_model_message_complete(self, ev: Event) -> None:
         text = str(ev.payload.get("text") or "").strip()
         if text and ev.payload.get("tool_calls"):
-            self.console.print(f"[dim]turn {ev.turn}: {escape(text[:300])}[/]")
+            self.console.print(f"[dim]turn {ev.turn}: {_safe(text[:300])}[/]")
 
     def on_tool_proposed(self, ev: Event) -> None:
         args = summarize_args(ev.payload.get("arguments") or {})
-        self.console.print(f"[cyan]→ {ev.payload['name']}[/] [dim]{escape(args)}[/]")
+        self.console.print(f"[cyan]→ {ev.payload['name']}[/] [dim]{_safe(args)}[/]")
 
     def on_tool_output(self, ev: Event) -> None:
         if not self.show_output:
             return
         style = "red" if ev.payload.get("stream") == "stderr" else "dim"
         for line in str(ev.payload.get("text", "")).rstrip("\n").splitlines():
-            self.console.print(f"  [{style}]│ {escape(line)}[/]")
+            self.console.print(f"  [{style}]│ {_safe(line)}[/]")
 
     def on_tool_completed(self, ev: Event) -> None:
         p = ev.payload
         ms = p.get("duration_ms", 0)
         if p.get("ok"):
-            self.console.print(f"  [green]✓[/] {escape(str(p['message']))} [dim]({ms} ms)[/]")
+            self.console.print(f"  [green]✓[/] {_safe(str(p['message']))} [dim]({ms} ms)[/]")
             urls = (p.get("data") or {}).get("detectedUrls")
             if urls:
-                self.console.print(f"  [bold green]url[/] {escape(', '.join(urls))}")
+                self.console.print(f"  [bold green]url[/] {_safe(', '.join(urls))}")
         else:
             code = p.get("error_code") or "ERROR"
-            self.console.print(f"  [red]✗ {code}[/] {escape(str(p['message']))}")
+            self.console.print(f"  [red]✗ {code}[/] {_safe(str(p['message']))}")
 
     def on_approval_resolved(self, ev: Event) -> None:
         self.console.print(f"  [yellow]approval: {ev.payload.get('answer')}[/]")
 
     def on_gate_refused(self, ev: Event) -> None:
         self.console.print(
-            f"[yellow]! completion refused:[/] {escape(str(ev.payload['reminder']))}"
+            f"[yellow]! completion refused:[/] {_safe(str(ev.payload['reminder']))}"
         )
 
     def on_protocol_invalid(self, ev: Event) -> None:
@@ -83,11 +89,11 @@ def print_summary(console: Console, result: RunResult) -> None:
     colour = {"completed": "green", "interrupted": "yellow", "failed": "red"}[result.status]
     console.rule(f"[{colour}]{result.status}[/]")
     if result.reply:
-        console.print(escape(result.reply))
+        console.print(_safe(result.reply))
     if result.reason:
-        console.print(f"[{colour}]reason:[/] {escape(result.reason)}")
+        console.print(f"[{colour}]reason:[/] {_safe(result.reason)}")
     if result.changed_files:
-        console.print("[bold]changed files:[/] " + escape(", ".join(result.changed_files)))
+        console.print("[bold]changed files:[/] " + _safe(", ".join(result.changed_files)))
     for proc in result.kept_processes:
         urls = ", ".join(proc.get("detectedUrls") or [])
         console.print(

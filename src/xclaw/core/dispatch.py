@@ -19,7 +19,6 @@ from xclaw.core.state import RunState, ToolCallRecord
 from xclaw.core.tooling import (
     ApprovalRequest,
     Approver,
-    Decision,
     Policy,
     PreparedCall,
     Toolbox,
@@ -171,11 +170,7 @@ async def _authorize(
     if decision.action == "allow":
         return None
     if decision.action == "deny":
-        return ToolResult.failure(
-            decision.code or "POLICY_DENIED",
-            f"Refused by local policy: {decision.reason}",
-            hint="Choose another approach inside the project; this call cannot be approved.",
-        )
+        return deps.policy.refusal(decision, by_user=False)
     call = prepared.call
     summary = f"{call.name} {_short_args(call.arguments)}"
     emit(
@@ -192,19 +187,10 @@ async def _authorize(
     answer = await deps.approver.approve(ApprovalRequest(call.name, summary, decision))
     emit(deps, state, "approval.resolved", call.call_id, name=call.name, answer=answer)
     if answer == "deny":
-        return _approval_denied(decision)
+        return deps.policy.refusal(decision, by_user=True)
     if answer == "task" and decision.grant is not None:
         deps.policy.grant(decision.grant)
     return None
-
-
-def _approval_denied(decision: Decision) -> ToolResult:
-    return ToolResult.failure(
-        "APPROVAL_DENIED",
-        f"The user did not approve this call ({decision.reason}). Nothing ran.",
-        hint="Find a way that stays inside the project and avoids risky commands, or ask the user.",
-        data={"policy_code": decision.code, "risk": str(decision.risk)},
-    )
 
 
 async def _execute(

@@ -119,6 +119,10 @@ class Policy(Protocol):
 
     def grant(self, grant: Grant) -> None: ...
 
+    def refusal(self, decision: Decision, *, by_user: bool) -> ToolResult:
+        """The coded result a model reads when policy (or the user) refused a call."""
+        ...
+
 
 class Approver(Protocol):
     async def approve(self, request: ApprovalRequest) -> Answer: ...

@@ -16,7 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from xclaw.core.errors import PolicyDenied
+from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Command, Decision, Grant, PreparedCall, Risk
+from xclaw.policy.approval import approval_denied_result, policy_denied_result
 from xclaw.policy.commands import classify_command
 from xclaw.policy.paths import find_outside_paths, is_secret_path, resolve_inside_root
 from xclaw.tools.base import Workspace
@@ -40,6 +42,9 @@ class PolicyEngine:
                 raise ValueError(f"a path grant needs an absolute path, not {grant.value!r}")
             grant = Grant("path", os.path.realpath(path))
         self.workspace.grants.add(grant)
+
+    def refusal(self, decision: Decision, *, by_user: bool) -> ToolResult:
+        return approval_denied_result(decision) if by_user else policy_denied_result(decision)
 
     def evaluate(self, prepared: PreparedCall) -> Decision:
         decisions = list(self._judge(prepared))

@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 from xclaw.core.errors import PolicyDenied, ToolArgumentsInvalid, ToolError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Access, Command, OutputSink, Risk
+from xclaw.redact import scrub_environment
 from xclaw.tools._proctree import GRACE_S, TAG_VAR, ProcessTree, boot_ticks_floor, terminate_tree
 from xclaw.tools.base import Tool, ToolContext, tool
 from xclaw.tools.output import head_tail
@@ -65,6 +66,10 @@ class CommandLine:
 
 def command_access(args: Any) -> Access:
     """What the policy judges for terminal.exec and process.start."""
+    env = getattr(args, "env", None) or {}
+    if env:  # judged as `env K=V program argv` so the policy sees injected variables
+        words = tuple(f"{k}={v}" for k, v in env.items())
+        return Access(command=Command("env", (*words, args.program, *args.argv), args.cwd))
     return Access(command=Command(args.program, tuple(args.argv), args.cwd))
 
 
@@ -89,7 +94,8 @@ def prepare_command(
         )
     executable = find_program(program, where.path)
     tag = secrets.token_hex(8)
-    full_env = {**os.environ, **env, TAG_VAR: tag}
+    # Credentials in our own environment (API keys, tokens) never reach model-run programs.
+    full_env = {**scrub_environment(os.environ), **env, TAG_VAR: tag}
     return CommandLine(program, executable, tuple(argv), where.path, full_env, tag)
 
 
