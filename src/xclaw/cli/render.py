@@ -76,9 +76,7 @@ class LiveView:
         self.console.print(f"  [yellow]approval: {ev.payload.get('answer')}[/]")
 
     def on_gate_refused(self, ev: Event) -> None:
-        self.console.print(
-            f"[yellow]! completion refused:[/] {_safe(str(ev.payload['reminder']))}"
-        )
+        self.console.print(f"[yellow]! completion refused:[/] {_safe(str(ev.payload['reminder']))}")
 
     def on_protocol_invalid(self, ev: Event) -> None:
         self.console.print(f"[yellow]! protocol error {ev.payload.get('code')}[/]")
