@@ -5,6 +5,8 @@ Every error a user can see carries a stable ``code``, a plain sentence and a nex
     XclawError                      code, message, hint
     ├── ConfigError                 CONFIG_INVALID, MODEL_NOT_CONFIGURED, ...
     ├── ModelError                  a model or transport failed
+    │   ├── ModelUnavailable        429, 5xx, timeout, dropped stream: retry / fail over
+    │   ├── ModelRequestRejected    400, 401, 403, 404: the request itself is wrong
     │   ├── ScriptMismatch          a ScriptedModel saw something it did not expect
     │   └── ProtocolViolation       a reply broke the tool protocol (resend, bounded)
     ├── ToolError                   raised inside a tool; becomes a failed ToolResult
@@ -48,6 +50,37 @@ class ModelError(XclawError):
 
 class ScriptMismatch(ModelError):
     code = "SCRIPT_MISMATCH"
+
+
+class ModelUnavailable(ModelError):
+    """Worth retrying or failing over: 429, 5xx, timeouts, dropped connections or streams."""
+
+    code = "MODEL_UNAVAILABLE"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        hint: str = "",
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message, code=code, hint=hint)
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+
+class ModelRequestRejected(ModelError):
+    """The provider refused the request itself (400, 401, 403, 404): retrying cannot help."""
+
+    code = "MODEL_REQUEST_REJECTED"
+
+    def __init__(
+        self, message: str, *, code: str | None = None, hint: str = "", status: int | None = None
+    ) -> None:
+        super().__init__(message, code=code, hint=hint)
+        self.status = status
 
 
 class ProtocolViolation(ModelError):

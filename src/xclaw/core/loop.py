@@ -10,14 +10,25 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from xclaw.core.dispatch import emit, run_tool_calls
 from xclaw.core.errors import LimitExceeded, ModelError, ProtocolViolation, RunCancelled
 from xclaw.core.events import EventBus, EventType
 from xclaw.core.hooks import Hooks
 from xclaw.core.limits import Limits
-from xclaw.core.messages import Message, TextPart, ToolCallPart
-from xclaw.core.model import Finish, Model, ModelRequest, TextDelta, ToolCallEvent, Usage
+from xclaw.core.messages import Message, Part, ReasoningPart, TextPart, ToolCallPart
+from xclaw.core.model import (
+    Finish,
+    Model,
+    ModelEvent,
+    ModelRequest,
+    ReasoningDelta,
+    ReasoningEvent,
+    TextDelta,
+    ToolCallEvent,
+    Usage,
+)
 from xclaw.core.state import RunResult, RunState
 from xclaw.core.tooling import Approver, Policy, Toolbox
 
@@ -81,42 +92,79 @@ def check_limits(state: RunState, limits: Limits) -> None:
         raise LimitExceeded("tool output volume exceeded the run limit", code="LIMIT_OUTPUT")
 
 
+class TurnCollector:
+    """Gathers one streamed model turn into an assistant message."""
+
+    __slots__ = ("text", "reasoning", "calls", "stop", "input_tokens", "output_tokens")
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[ReasoningPart] = []
+        self.calls: list[ToolCallPart] = []
+        self.stop = "stop"
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+
+    def add(self, ev: ModelEvent) -> None:
+        match ev:
+            case TextDelta():
+                self.text.append(ev.text)
+            case ReasoningDelta():
+                pass  # the finished block arrives as ReasoningEvent
+            case ReasoningEvent():
+                self.reasoning.append(ev.part)
+            case ToolCallEvent():
+                self.calls.append(ev.call)
+            case Usage():
+                self.input_tokens = _add(self.input_tokens, ev.input_tokens)
+                self.output_tokens = _add(self.output_tokens, ev.output_tokens)
+            case Finish():
+                self.stop = ev.stop_reason
+            case _:
+                assert_never(ev)
+
+    def message(self) -> Message:
+        parts: list[Part] = list(self.reasoning)
+        if self.text:
+            parts.append(TextPart("".join(self.text)))
+        parts.extend(self.calls)
+        return Message("assistant", tuple(parts))
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return a if b is None else (a or 0) + b
+
+
 async def ask_model(state: RunState, deps: LoopDeps) -> Message:
-    """One model turn, collected into an assistant message (text first, then tool calls)."""
+    """One model turn, collected into an assistant message (reasoning, text, tool calls)."""
     state.turn += 1
     emit(deps, state, "model.message_sent", messages=len(state.messages))
     request = ModelRequest(state.messages, deps.toolbox.specs())
-    text: list[str] = []
-    calls: list[ToolCallPart] = []
-    stop = "stop"
+    turn = TurnCollector()
     try:
         async with asyncio.timeout(deps.limits.turn_timeout_s):
             async for ev in deps.model.respond(request):
+                turn.add(ev)
                 if isinstance(ev, TextDelta):
-                    text.append(ev.text)
                     emit(deps, state, "model.streaming", delta=ev.text)
-                elif isinstance(ev, ToolCallEvent):
-                    calls.append(ev.call)
-                elif isinstance(ev, Usage):
-                    state.add_usage(ev.input_tokens, ev.output_tokens)
-                elif isinstance(ev, Finish):
-                    stop = ev.stop_reason
     except TimeoutError:
         raise LimitExceeded(
             f"the model did not answer within {deps.limits.turn_timeout_s:g}s",
             code="LIMIT_TURN_TIMEOUT",
         ) from None
-    parts: list[TextPart | ToolCallPart] = [TextPart("".join(text))] if text else []
-    parts.extend(calls)
+    state.add_usage(turn.input_tokens, turn.output_tokens)
+    message = turn.message()
     emit(
         deps,
         state,
         "model.message_complete",
-        text="".join(text),
-        tool_calls=len(calls),
-        stop_reason=stop,
+        text=message.text,
+        tool_calls=len(turn.calls),
+        stop_reason=turn.stop,
+        input_tokens=turn.input_tokens,
+        output_tokens=turn.output_tokens,
     )
-    return Message("assistant", tuple(parts))
+    return message
 
 
 def record_protocol_error(state: RunState, deps: LoopDeps, err: ProtocolViolation) -> None:

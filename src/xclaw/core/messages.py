@@ -61,6 +61,19 @@ class ToolResult:
             out["truncated"] = True
         return out
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ToolResult:
+        """Inverse of ``to_dict`` (for results read back from a store)."""
+        return cls(
+            ok=bool(d.get("ok")),
+            message=str(d.get("message", "")),
+            data=dict(d.get("data") or {}),
+            error_code=d.get("error_code"),
+            retryable=bool(d.get("retryable", False)),
+            truncated=bool(d.get("truncated", False)),
+            hint=str(d.get("hint", "")),
+        )
+
     def to_model_text(self) -> str:
         """The compact JSON a model reads back."""
         return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"), default=str)
@@ -80,6 +93,22 @@ class ImagePart:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningPart:
+    """Model reasoning ("thinking") kept so it can be sent back to the same provider.
+
+    ``signature`` (Anthropic) or ``encrypted`` (OpenAI Responses) must round-trip unchanged;
+    ``redacted`` blocks carry only opaque data. Other providers ignore parts not their own.
+    """
+
+    text: str
+    provider: str = ""
+    signature: str | None = None
+    redacted: bool = False
+    encrypted: str | None = None
+    kind: Literal["reasoning"] = "reasoning"
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallPart:
     call_id: str
     name: str
@@ -95,7 +124,7 @@ class ToolResultPart:
     kind: Literal["tool_result"] = "tool_result"
 
 
-Part = TextPart | ImagePart | ToolCallPart | ToolResultPart
+Part = TextPart | ImagePart | ReasoningPart | ToolCallPart | ToolResultPart
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from xclaw.core.messages import Message, ToolCallPart
+from xclaw.core.messages import Message, ReasoningPart, ToolCallPart
 from xclaw.core.tooling import ToolSpec
 
 
@@ -33,9 +33,24 @@ class ToolCallEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningEvent:
+    """A finished reasoning block; streamed reasoning text may arrive as ReasoningDelta."""
+
+    part: ReasoningPart
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +58,7 @@ class Finish:
     stop_reason: str = "stop"
 
 
-ModelEvent = TextDelta | ToolCallEvent | Usage | Finish
+ModelEvent = TextDelta | ReasoningDelta | ReasoningEvent | ToolCallEvent | Usage | Finish
 
 
 class Model(ABC):

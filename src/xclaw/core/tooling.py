@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -33,6 +34,17 @@ class ToolSpec:
     parameters: dict[str, Any]
     read_only: bool
     risk: Risk
+
+
+_WIRE_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def wire_tool_name(name: str) -> str:
+    """A tool name every provider accepts (``^[A-Za-z0-9_-]{1,64}$``): ``fs.read`` → ``fs_read``.
+
+    Adapters keep a per-request map back to the real name and reject collisions.
+    """
+    return _WIRE_UNSAFE.sub("_", name)[:64]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,140 @@
+"""The canonical transcript: messages as OpenAI Responses items, and back.
+
+Only conversation content is recorded — never transport details (XML protocol text, DOM) and
+never the system prompt or tool catalogue (those live in the session's meta).
+Items: ``message`` (user/assistant), ``function_call``, ``function_call_output``,
+``reasoning``. Tool names are the real ones (``fs.read``); exports map them to wire names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from xclaw.core.messages import (
+    ImagePart,
+    Message,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResult,
+    ToolResultPart,
+)
+
+
+def message_to_items(msg: Message) -> list[dict[str, Any]]:
+    """One message → its Responses items (system messages are not transcript items)."""
+    if msg.role == "system":
+        return []
+    items: list[dict[str, Any]] = []
+    text_type = "output_text" if msg.role == "assistant" else "input_text"
+    for part in msg.parts:
+        if isinstance(part, TextPart):
+            items.append(
+                {
+                    "type": "message",
+                    "role": msg.role if msg.role != "tool" else "user",
+                    "content": [{"type": text_type, "text": part.text}],
+                }
+            )
+        elif isinstance(part, ReasoningPart):
+            item: dict[str, Any] = {
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": part.text}] if part.text else [],
+            }
+            if part.encrypted or part.signature:
+                item["encrypted_content"] = part.encrypted or part.signature
+            item["provider"] = part.provider
+            if part.signature:
+                item["signature"] = part.signature
+            if part.redacted:
+                item["redacted"] = True
+            items.append(item)
+        elif isinstance(part, ToolCallPart):
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": part.call_id,
+                    "name": part.name,
+                    "arguments": json.dumps(part.arguments, ensure_ascii=False),
+                }
+            )
+        elif isinstance(part, ToolResultPart):
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": part.call_id,
+                    "output": part.result.to_model_text(),
+                }
+            )
+        elif isinstance(part, ImagePart):
+            items.append(
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "input_image",
+                            "media_type": part.media_type,
+                            "bytes": len(part.data),
+                        }
+                    ],
+                }
+            )
+    return items
+
+
+def items_to_messages(items: Iterable[dict[str, Any]]) -> list[Message]:
+    """Rebuild loop messages: consecutive assistant items form one assistant message,
+    consecutive outputs one tool message, each user text one user message."""
+    messages: list[Message] = []
+    names: dict[str, str] = {}
+    pending: list[Part] = []
+    pending_role: str | None = None
+
+    def flush() -> None:
+        nonlocal pending, pending_role
+        if pending and pending_role:
+            messages.append(Message(pending_role, tuple(pending)))  # type: ignore[arg-type]
+        pending, pending_role = [], None
+
+    for item in items:
+        role, part = _item_to_part(item, names)
+        if part is None:
+            continue
+        if role != pending_role or role == "user":
+            flush()
+            pending_role = role
+        pending.append(part)
+    flush()
+    return messages
+
+
+def _item_to_part(item: dict[str, Any], names: dict[str, str]) -> tuple[str, Part | None]:
+    kind = item.get("type")
+    if kind == "message":
+        text = "".join(c.get("text", "") for c in item.get("content", []) if "text" in c)
+        return str(item.get("role", "user")), TextPart(text)
+    if kind == "function_call":
+        names[item["call_id"]] = item["name"]
+        args = json.loads(item.get("arguments") or "{}")
+        return "assistant", ToolCallPart(item["call_id"], item["name"], args)
+    if kind == "function_call_output":
+        call_id = item["call_id"]
+        try:
+            result = ToolResult.from_dict(json.loads(item.get("output") or "{}"))
+        except (json.JSONDecodeError, AttributeError):
+            result = ToolResult.success(str(item.get("output", "")))
+        return "tool", ToolResultPart(call_id, names.get(call_id, ""), result)
+    if kind == "reasoning":
+        text = "".join(s.get("text", "") for s in item.get("summary", []))
+        return "assistant", ReasoningPart(
+            text,
+            provider=str(item.get("provider", "")),
+            signature=item.get("signature"),
+            redacted=bool(item.get("redacted", False)),
+            encrypted=None if item.get("signature") else item.get("encrypted_content"),
+        )
+    return "", None
