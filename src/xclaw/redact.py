@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TypeVar, cast
+
+J = TypeVar("J")
 
 MASK = "[REDACTED]"
 
@@ -47,3 +50,14 @@ def is_secret_name(name: str) -> bool:
 def scrub_environment(env: Mapping[str, str]) -> dict[str, str]:
     """The environment minus variables whose names say they hold credentials."""
     return {k: v for k, v in env.items() if not is_secret_name(k)}
+
+
+def redact_json(value: J) -> J:
+    """``redact`` applied to every string inside a JSON-like value (same shape back)."""
+    if isinstance(value, str):
+        return cast(J, redact(value))
+    if isinstance(value, dict):
+        return cast(J, {k: redact_json(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return cast(J, [redact_json(v) for v in value])
+    return value

@@ -1,9 +1,14 @@
-"""``Agent``: settings for the coding face. Each ``run`` builds its own state and tools."""
+"""``Agent``: settings for the coding face. Each ``run`` builds its own state and tools.
+
+With a ``store`` every run is a durable session: ``resume`` continues it after any crash
+without redoing completed side effects.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -11,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from xclaw.coding.checkpoints import checkpoint_hook, checkpoint_text
 from xclaw.coding.gate import evidence_gate
 from xclaw.coding.prompt import SYSTEM_PROMPT, task_message
 from xclaw.coding.toolset import coding_registry
@@ -18,14 +24,19 @@ from xclaw.core.errors import ConfigError
 from xclaw.core.events import EventBus
 from xclaw.core.hooks import Hooks
 from xclaw.core.limits import Limits
-from xclaw.core.loop import LoopDeps, run_loop
+from xclaw.core.loop import LoopDeps, finish, run_loop
 from xclaw.core.messages import Message
 from xclaw.core.model import Model
+from xclaw.core.recorder import NULL_RECORDER, Recorder
+from xclaw.core.resume import RESUME_REMINDER, InterruptedChoice, settle_pending
 from xclaw.core.state import RunControl, RunResult, RunState
 from xclaw.core.tooling import Approver
 from xclaw.dirs import run_output_dir
 from xclaw.policy.approval import ModeApprover
 from xclaw.policy.engine import PolicyEngine
+from xclaw.store.base import SessionRecord, Store
+from xclaw.store.recorder import SessionRecorder
+from xclaw.store.transcript import items_to_messages
 from xclaw.tools.base import Tool, Workspace
 from xclaw.tools.registry import ToolRegistry
 
@@ -49,8 +60,10 @@ class Agent:
         limits: Limits | None = None,
         hooks: Hooks | None = None,
         bus: EventBus | None = None,
+        store: Store | None = None,
         system_prompt: str = SYSTEM_PROMPT,
         evidence_gate_enabled: bool = True,
+        checkpoint_every: int = 10,
         keep_processes: KeepProcesses | None = None,
     ) -> None:
         root = Path(workdir).expanduser()
@@ -72,21 +85,129 @@ class Agent:
         gate = Hooks(completion_gate=[evidence_gate]) if evidence_gate_enabled else Hooks()
         self.hooks = gate.merged(hooks) if hooks else gate
         self.bus = bus or EventBus()
+        self.store = store
         self.system_prompt = system_prompt
+        self.checkpoint_every = checkpoint_every
         self.keep_processes = keep_processes
 
     async def run(
         self, task: str, *, control: RunControl | None = None, session_id: str | None = None
     ) -> RunResult:
         sid = session_id or new_session_id()
-        workspace = Workspace(self.workdir, output_dir=run_output_dir(sid))
+        now = time.time()
+        session = SessionRecord(
+            sid,
+            str(self.workdir),
+            task,
+            self.model.name,
+            "init",
+            "INITIALIZING",
+            now,
+            now,
+            title=task.strip().splitlines()[0][:80] if task.strip() else "",
+            meta={"system_prompt": self.system_prompt, "tools": self.registry.names()},
+        )
+        recorder = self._recorder(session, new=True)
         state = RunState(
             sid,
             task,
-            [Message.system(self.system_prompt), Message.user(task_message(task, self.workdir))],
+            [Message.system(self.system_prompt)],
             control=control or RunControl(),
+            recorder=recorder,
         )
-        state.control.attach(asyncio.current_task())
+        state.append(Message.user(task_message(task, self.workdir)), "user_input")
+        return await self._drive(state, Workspace(self.workdir, output_dir=run_output_dir(sid)))
+
+    async def resume(
+        self,
+        session_id: str,
+        *,
+        control: RunControl | None = None,
+        interrupted: InterruptedChoice | None = None,
+        fresh_context: bool = False,
+    ) -> RunResult:
+        """Continue a recorded session after a crash, a stop or a pause."""
+        store = self._require_store()
+        session = store.get_session(session_id)
+        if session is None:
+            raise ConfigError(
+                f"There is no session {session_id!r}.",
+                code="SESSION_NOT_FOUND",
+                hint="List sessions with `xclaw sessions`.",
+            )
+        if session.state == "success":
+            raise ConfigError(
+                f"Session {session_id} already finished.",
+                code="SESSION_FINISHED",
+                hint="Fork it (`xclaw fork`) or start a new run.",
+            )
+        if os.path.realpath(session.root) != str(self.workdir):
+            raise ConfigError(
+                f"Session {session_id} belongs to {session.root}.",
+                code="SESSION_ROOT_MISMATCH",
+                hint=f"Use -C {session.root}.",
+            )
+        items = store.load_items(session_id)
+        recorder = SessionRecorder(store, session, new=False)
+        recorder.resume_from(items)
+        prompt = str(session.meta.get("system_prompt") or self.system_prompt)
+        messages = [Message.system(prompt), *items_to_messages(i.payload for i in items)]
+        state = RunState(
+            session_id,
+            session.task,
+            messages,
+            control=control or RunControl(),
+            recorder=recorder,
+            turn=max((i.turn for i in items), default=0),
+        )
+        recorder.begin()
+        if len(messages) == 1:  # rewound to before the task itself
+            state.append(Message.user(task_message(session.task, self.workdir)), "user_input")
+        elif fresh_context:
+            self._fresh_context(state, store, session)
+        self.model.restore(state.messages)
+        workspace = Workspace(self.workdir, output_dir=run_output_dir(session_id))
+        return await self._drive(state, workspace, settle=interrupted, resuming=not fresh_context)
+
+    def run_sync(self, task: str, **kwargs: Any) -> RunResult:
+        return asyncio.run(self.run(task, **kwargs))
+
+    # -- internals ------------------------------------------------------------------------
+    def _require_store(self) -> Store:
+        if self.store is None:
+            raise ConfigError(
+                "Resuming needs a session store.",
+                code="STORE_REQUIRED",
+                hint="Create the Agent with store=open_store().",
+            )
+        return self.store
+
+    def _recorder(self, session: SessionRecord, *, new: bool) -> Recorder:
+        if self.store is None:
+            return NULL_RECORDER
+        recorder = SessionRecorder(self.store, session, new=new)
+        recorder.begin()
+        return recorder
+
+    def _fresh_context(self, state: RunState, store: Store, session: SessionRecord) -> None:
+        """Restart the model context from the latest checkpoint instead of the history."""
+        cp = store.latest_checkpoint(session.id)
+        summary = checkpoint_text(cp) if cp else f"Goal: {session.task}"
+        del state.messages[1:]
+        state.messages.append(Message.user(task_message(session.task, self.workdir)))
+        state.append(Message.user(f"{summary}\n\n{RESUME_REMINDER}"), "system_alert")
+
+    async def _drive(
+        self,
+        state: RunState,
+        workspace: Workspace,
+        *,
+        settle: InterruptedChoice | None = None,
+        resuming: bool = False,
+    ) -> RunResult:
+        hooks = self.hooks.merged(
+            Hooks(after_tools=[checkpoint_hook(workspace, self.checkpoint_every)])
+        )
         deps = LoopDeps(
             self.model,
             self.registry.bind(workspace),
@@ -94,17 +215,25 @@ class Agent:
             self.approver,
             self.bus,
             self.limits,
-            self.hooks,
+            hooks,
         )
+        recorder = state.recorder
+        unsubscribe = self.bus.subscribe(recorder.event) if recorder is not NULL_RECORDER else None
+        state.control.attach(asyncio.current_task())
         try:
+            if resuming:
+                pending = await settle_pending(state, deps, settle)
+                if pending is not None:
+                    state.extra["pending"] = pending
+                    return finish(state, deps, "interrupted", "", reason=_paused_reason(pending))
+                state.append(Message.user(RESUME_REMINDER), "system_alert")
             result = await run_loop(state, deps)
         finally:
             state.control.attach(None)
+            if unsubscribe is not None:
+                unsubscribe()
             kept = await self._settle_processes(workspace)
         return replace(result, changed_files=list(workspace.changed_files), kept_processes=kept)
-
-    def run_sync(self, task: str, **kwargs: Any) -> RunResult:
-        return asyncio.run(self.run(task, **kwargs))
 
     async def _settle_processes(self, workspace: Workspace) -> list[dict[str, Any]]:
         """Stop what the run started, unless the user chose to keep it running."""
@@ -123,3 +252,10 @@ class Agent:
             return running
         await manager.stop_all()
         return []
+
+
+def _paused_reason(pending: dict[str, Any]) -> str:
+    return (
+        f"SESSION_PAUSED: {pending['name']} was running when xclaw stopped and may have had "
+        "an effect; decide with `xclaw resume ID --retry-interrupted` or `--skip-interrupted`."
+    )

@@ -53,14 +53,22 @@ def emit(
 
 
 async def run_tool_calls(
-    state: RunState, deps: DispatchDeps, calls: list[ToolCallPart]
+    state: RunState,
+    deps: DispatchDeps,
+    calls: list[ToolCallPart],
+    known: dict[str, ToolResult] | None = None,
 ) -> list[ToolCallRecord]:
+    """Run one turn's calls; ``known`` results (from a resumed ledger) are sent, not rerun."""
     results: dict[int, tuple[ToolResult, float]] = {}
     ready: list[tuple[int, PreparedCall]] = []
     seen: set[str] = set()
     repeated: str | None = None
     for i, call in enumerate(calls):
         emit(deps, state, "tool.proposed", call.call_id, name=call.name, arguments=call.arguments)
+        if known and call.call_id in known:
+            seen.add(call.call_id)
+            results[i] = (_settled(state, call, known[call.call_id]), 0.0)
+            continue
         if call.call_id in seen:
             results[i] = (_duplicate_id(call), 0.0)
             continue
@@ -75,6 +83,8 @@ async def run_tool_calls(
             continue
         refusal = await _authorize(state, deps, prepared)
         if refusal is not None:
+            if prepared.extra.get("recorded"):
+                state.recorder.completed(state, call, refusal, prepared.spec.read_only)
             results[i] = (refusal, 0.0)
             continue
         ready.append((i, prepared))
@@ -128,7 +138,9 @@ def _record(
             data=result.data,
         )
     state.records.extend(records)
-    state.messages.append(Message("tool", tuple(parts)))
+    msg = Message("tool", tuple(parts))
+    state.messages.append(msg)
+    state.recorder.results(state, msg, records)
     return records
 
 
@@ -167,10 +179,13 @@ async def _authorize(
     """None when the call may run; otherwise the coded refusal fed back to the model."""
     decision = deps.policy.evaluate(prepared)
     prepared.decision = decision
-    if decision.action == "allow":
-        return None
     if decision.action == "deny":
         return deps.policy.refusal(decision, by_user=False)
+    # Lands before approval is asked: a crash while waiting means "re-approve, then run".
+    state.recorder.prepared(state, prepared, awaiting_approval=decision.action == "ask")
+    prepared.extra["recorded"] = True
+    if decision.action == "allow":
+        return None
     call = prepared.call
     summary = f"{call.name} {_short_args(call.arguments)}"
     emit(
@@ -197,6 +212,7 @@ async def _execute(
     state: RunState, deps: DispatchDeps, prepared: PreparedCall
 ) -> tuple[ToolResult, float]:
     call_id = prepared.call.call_id
+    state.recorder.started(state, prepared)  # durable before any side effect
     emit(deps, state, "tool.started", call_id, name=prepared.call.name)
     start = time.perf_counter()
 
@@ -214,7 +230,14 @@ async def _execute(
             hint="Split the work into smaller steps.",
             retryable=True,
         )
+    state.recorder.completed(state, prepared.call, result, prepared.spec.read_only)
     return result, (time.perf_counter() - start) * 1000
+
+
+def _settled(state: RunState, call: ToolCallPart, result: ToolResult) -> ToolResult:
+    """A result decided on resume: recorded as completed (a no-op if it already was)."""
+    state.recorder.completed(state, call, result, True)
+    return result
 
 
 def _short_args(arguments: dict[str, object], limit: int = 160) -> str:

@@ -50,13 +50,13 @@ async def run_loop(state: RunState, deps: LoopDeps) -> RunResult:
         while True:
             check_limits(state, deps.limits)
             await deps.hooks.run_before_model_call(state)
+            state.recorder.before_model_call(state)
             try:
                 message = await ask_model(state, deps)
             except ProtocolViolation as err:
                 record_protocol_error(state, deps, err)
                 continue
             state.protocol_errors = 0
-            state.messages.append(message)
             calls = message.tool_calls
             if calls:
                 records = await run_tool_calls(state, deps, calls)
@@ -141,6 +141,7 @@ async def ask_model(state: RunState, deps: LoopDeps) -> Message:
     emit(deps, state, "model.message_sent", messages=len(state.messages))
     request = ModelRequest(state.messages, deps.toolbox.specs())
     turn = TurnCollector()
+    started = time.perf_counter()
     try:
         async with asyncio.timeout(deps.limits.turn_timeout_s):
             async for ev in deps.model.respond(request):
@@ -154,6 +155,13 @@ async def ask_model(state: RunState, deps: LoopDeps) -> Message:
         ) from None
     state.add_usage(turn.input_tokens, turn.output_tokens)
     message = turn.message()
+    state.append(
+        message,
+        "llm_call",
+        input_tokens=turn.input_tokens,
+        output_tokens=turn.output_tokens,
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
     emit(
         deps,
         state,
@@ -183,8 +191,8 @@ def record_protocol_error(state: RunState, deps: LoopDeps, err: ProtocolViolatio
             code="LIMIT_PROTOCOL_ERRORS",
         )
     if err.reply_text:
-        state.messages.append(Message("assistant", (TextPart(err.reply_text),)))
-    state.messages.append(Message.user(err.feedback or str(err)))
+        state.append(Message("assistant", (TextPart(err.reply_text),)), "llm_call")
+    state.append(Message.user(err.feedback or str(err)), "system_alert")
 
 
 def refuse_completion(state: RunState, deps: LoopDeps, reminder: str) -> None:
@@ -195,7 +203,7 @@ def refuse_completion(state: RunState, deps: LoopDeps, reminder: str) -> None:
             f"completion refused {state.gate_refusals} times: {reminder}",
             code="LIMIT_COMPLETION_EVIDENCE",
         )
-    state.messages.append(Message.user(reminder))
+    state.append(Message.user(reminder), "system_alert")
 
 
 def finish(state: RunState, deps: LoopDeps, status: str, reply: str, reason: str = "") -> RunResult:
@@ -205,6 +213,7 @@ def finish(state: RunState, deps: LoopDeps, status: str, reply: str, reason: str
         else ("interrupted" if status == "interrupted" else "failed")
     )
     state.reply, state.reason = reply, reason
+    state.recorder.finished(state, pending=state.extra.get("pending"))
     metrics = state.metrics()
     kind: EventType = (
         "run.completed"

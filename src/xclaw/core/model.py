@@ -70,5 +70,8 @@ class Model(ABC):
     def respond(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Answer ``request``; an async generator of ``ModelEvent``."""
 
+    def restore(self, messages: Sequence[Message]) -> None:  # noqa: B027 - optional hook
+        """Continue after a resume; stateless models need nothing (fakes re-sync here)."""
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract on purpose
         """Release resources (browsers, HTTP clients). Most models hold none."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from xclaw.core.messages import Message, ToolResult
+from xclaw.core.recorder import NULL_RECORDER, MessageKind, Recorder
 
 RunStatus = Literal["running", "completed", "interrupted", "failed"]
 
@@ -73,6 +74,7 @@ class RunState:
     task: str
     messages: list[Message]
     control: RunControl = field(default_factory=RunControl)
+    recorder: Recorder = NULL_RECORDER
     turn: int = 0
     started: float = field(default_factory=time.monotonic)
     records: list[ToolCallRecord] = field(default_factory=list)
@@ -88,6 +90,26 @@ class RunState:
     reason: str = ""
     reply: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def append(
+        self,
+        msg: Message,
+        kind: MessageKind,
+        *,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        duration_ms: float | None = None,
+    ) -> None:
+        """Every user/assistant message enters the conversation here, and the record."""
+        self.messages.append(msg)
+        self.recorder.message(
+            self,
+            msg,
+            kind,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            duration_ms=duration_ms,
+        )
 
     def add_usage(self, input_tokens: int | None, output_tokens: int | None) -> None:
         if input_tokens is not None:

@@ -129,6 +129,10 @@ class ScriptedModel(Model):
             usage.get("output_tokens"),
         )
 
+    def restore(self, messages: Sequence[Message]) -> None:
+        """One script turn was consumed per recorded assistant message."""
+        self.position = sum(1 for m in messages if m.role == "assistant")
+
     def assert_complete(self) -> None:
         if self.position != len(self.turns):
             raise ScriptMismatch(

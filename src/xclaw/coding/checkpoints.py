@@ -1,0 +1,59 @@
+"""Checkpoints of a coding run (seed 000 §11): goal, modified files, verification, open items."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xclaw.core.hooks import AfterTools
+from xclaw.core.state import RunState, ToolCallRecord
+from xclaw.store.base import Checkpoint
+from xclaw.tools.base import Workspace
+
+
+def build_checkpoint(state: RunState, workspace: Workspace) -> dict[str, Any]:
+    verification = [
+        {
+            "command": [r.input.get("program"), *r.input.get("argv", [])],
+            "ok": r.result.ok,
+            "exit_code": r.result.data.get("exit_code"),
+            "turn": r.turn,
+        }
+        for r in state.records
+        if r.name == "terminal.exec"
+    ][-10:]
+    open_items = [
+        f"{r.name} failed at turn {r.turn}: {r.result.error_code}"
+        for r in state.records[-20:]
+        if not r.result.ok
+    ]
+    return {
+        "goal": state.task,
+        "modified_files": list(workspace.changed_files),
+        "verification": verification,
+        "open_items": open_items,
+    }
+
+
+def checkpoint_hook(workspace: Workspace, every: int) -> AfterTools:
+    """Record a checkpoint every ``every`` model turns."""
+    last = {"turn": 0}
+
+    def hook(state: RunState, records: list[ToolCallRecord]) -> None:
+        if state.turn - last["turn"] >= every:
+            last["turn"] = state.turn
+            state.recorder.checkpoint(state, build_checkpoint(state, workspace))
+
+    return hook
+
+
+def checkpoint_text(cp: Checkpoint) -> str:
+    """A compact summary a fresh model context can continue from."""
+    lines = [f"Goal: {cp.goal}", f"Checkpoint at turn {cp.turn}."]
+    if cp.modified_files:
+        lines.append("Modified files: " + ", ".join(cp.modified_files))
+    for v in cp.verification:
+        words = " ".join(str(x) for x in v.get("command", []) if x)
+        lines.append(f"Verification `{words}`: {'ok' if v.get('ok') else 'failed'}")
+    if cp.open_items:
+        lines.append("Open items: " + "; ".join(cp.open_items))
+    return "\n".join(lines)

@@ -1,0 +1,302 @@
+"""``SessionRecorder``: the durable ``Recorder`` over a ``Store``.
+
+Writes are buffered in a ``WriteBatch`` and committed at durability barriers:
+- before every model call (the transcript so far, results sent);
+- before a call with side effects starts, and right after it completes;
+- before an approval is asked (a crash while waiting means "re-approve, then run");
+- when the run finishes.
+Read-only calls need no barrier of their own: losing their record only means they run again.
+Traces and events are redacted; the transcript is kept as the model saw it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from xclaw.core.messages import Message, ToolCallPart, ToolResult, ToolResultPart
+from xclaw.core.recorder import MessageKind, PriorCall, call_key
+from xclaw.core.tooling import PreparedCall
+from xclaw.redact import redact, redact_json
+from xclaw.store.base import (
+    Checkpoint,
+    EventRecord,
+    LedgerEntry,
+    LedgerPhase,
+    SessionRecord,
+    StepKind,
+    StepRecord,
+    Store,
+    TranscriptItem,
+    WriteBatch,
+)
+from xclaw.store.transcript import message_to_items
+
+if TYPE_CHECKING:
+    from xclaw.core.events import Event
+    from xclaw.core.state import RunState, ToolCallRecord
+
+_SKIPPED_EVENTS = frozenset({"model.streaming", "tool.output"})
+_FINAL_STATE = {
+    "completed": ("success", "COMPLETED"),
+    "interrupted": ("paused", "PAUSED"),
+    "failed": ("failed", "FAILED"),
+}
+
+
+class SessionRecorder:
+    def __init__(self, store: Store, session: SessionRecord, *, new: bool) -> None:
+        self.store = store
+        self.session = session
+        self.sid = session.id
+        self.batch = WriteBatch(self.sid, create=session if new else None)
+        steps, items, events = (0, 0, 0) if new else store.counters(self.sid)
+        self.step_no, self.item_seq, self.event_seq = steps, items, events
+        self.last_step: str | None = f"s{steps:04d}" if steps else None
+        self.llm_step: str | None = None
+        self.tool_steps: dict[str, StepRecord] = {}  # ledger key → its tool_call step
+        self.entries: dict[str, LedgerEntry] = {}  # this process's ledger rows
+        self._prior: dict[str, LedgerEntry] | None = None
+
+    # -- barriers -------------------------------------------------------------------------
+    def flush(self) -> None:
+        if self.batch.empty():
+            return
+        batch, self.batch = self.batch, WriteBatch(self.sid)
+        self.store.commit(batch)
+
+    def _phase(self, phase: str) -> None:
+        self.batch.session_updates["phase"] = phase
+
+    # -- transcript and steps -------------------------------------------------------------
+    def _new_step(
+        self, kind: StepKind, name: str, turn: int, parent: str | None, **fields: Any
+    ) -> StepRecord:
+        self.step_no += 1
+        now = time.time()
+        step = StepRecord(
+            f"s{self.step_no:04d}",
+            kind,
+            name,
+            fields.pop("status", "completed"),
+            turn,
+            now,
+            parent,
+            fields.pop("ended_at", now),
+            **fields,
+        )
+        self.batch.steps.append(step)
+        return step
+
+    def _items(self, msg: Message, step_id: str, turn: int) -> None:
+        now = time.time()
+        for payload in message_to_items(msg):
+            self.item_seq += 1
+            self.batch.items.append(TranscriptItem(self.item_seq, step_id, turn, payload, now))
+
+    def message(
+        self,
+        state: RunState,
+        msg: Message,
+        kind: MessageKind,
+        *,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        duration_ms: float | None = None,
+    ) -> None:
+        if kind == "llm_call":
+            calls = [{"name": c.name, "arguments": c.arguments} for c in msg.tool_calls]
+            step = self._new_step(
+                kind,
+                self.session.model,
+                state.turn,
+                self.last_step,
+                output=redact_json({"text": msg.text, "tool_calls": calls}),
+                tokens_in=input_tokens,
+                tokens_out=output_tokens,
+                ended_at=time.time(),
+            )
+            if duration_ms is not None:
+                step.started_at = step.ended_at - duration_ms / 1000  # type: ignore[operator]
+            self.llm_step = step.step_id
+        else:
+            name = "user" if kind == "user_input" else "system"
+            step = self._new_step(
+                kind, name, state.turn, self.last_step, input={"text": redact(msg.text)}
+            )
+        self._items(msg, step.step_id, state.turn)
+        self.last_step = step.step_id
+
+    # -- the ledger -------------------------------------------------------------------------
+    def prior(self, key: str) -> PriorCall | None:
+        if self._prior is None:
+            self._prior = {e.key: e for e in self.store.load_ledger(self.sid)}
+        e = self._prior.get(key)
+        if e is None:
+            return None
+        # Adopt the row so this process's updates (completed, result_sent) continue it.
+        self.entries[key] = e
+        self.tool_steps.setdefault(
+            key,
+            StepRecord(
+                e.step_id,
+                "tool_call",
+                e.name,
+                "running",
+                e.turn,
+                e.updated_at,
+                self.llm_step,
+                None,
+                redact_json({"arguments": e.arguments}),
+            ),
+        )
+        result = ToolResult.from_dict(e.result) if e.result is not None else None
+        return PriorCall(e.phase, e.read_only, result)
+
+    def _tool_step(self, state: RunState, call: ToolCallPart, key: str) -> StepRecord:
+        step = self.tool_steps.get(key)
+        if step is None:
+            step = self._new_step(
+                "tool_call",
+                call.name,
+                state.turn,
+                self.llm_step,
+                status="running",
+                ended_at=None,
+                input=redact_json({"arguments": call.arguments}),
+            )
+            self.tool_steps[key] = step
+        return step
+
+    def _ledger(self, key: str, phase: LedgerPhase, **changes: Any) -> None:
+        entry = self.entries[key]
+        entry.phase = phase
+        entry.updated_at = time.time()
+        for name, value in changes.items():
+            setattr(entry, name, value)
+        self.batch.ledger.append(LedgerEntry(**{f: getattr(entry, f) for f in _LEDGER_FIELDS}))
+
+    def prepared(self, state: RunState, prepared: PreparedCall, *, awaiting_approval: bool) -> None:
+        call = prepared.call
+        key = call_key(state.turn, call.call_id)
+        step = self._tool_step(state, call, key)
+        self.entries[key] = LedgerEntry(
+            key,
+            state.turn,
+            call.call_id,
+            call.name,
+            call.arguments,
+            prepared.spec.read_only,
+            "prepared",
+            step.step_id,
+            str(prepared.spec.risk),
+            None,
+            time.time(),
+        )
+        self._ledger(key, "prepared")
+        if awaiting_approval:
+            self._phase("APPROVAL_REQUIRED")
+            self.flush()
+
+    def started(self, state: RunState, prepared: PreparedCall) -> None:
+        key = call_key(state.turn, prepared.call.call_id)
+        self._ledger(key, "started")
+        if not prepared.spec.read_only:
+            self._phase("EXECUTING")
+            self.flush()
+
+    def completed(
+        self, state: RunState, call: ToolCallPart, result: ToolResult, read_only: bool
+    ) -> None:
+        key = call_key(state.turn, call.call_id)
+        self._ledger(key, "completed", result=result.to_dict())
+        step = self.tool_steps[key]
+        step.status = "completed" if result.ok else "failed"
+        step.ended_at = time.time()
+        step.output = redact_json(
+            {
+                "ok": result.ok,
+                "message": result.message,
+                "error_code": result.error_code,
+            }
+        )
+        step.error = None if result.ok else redact(result.message)
+        self.batch.steps.append(step)
+        if not read_only:
+            self.flush()
+
+    def results(self, state: RunState, msg: Message, records: list[ToolCallRecord]) -> None:
+        self._phase("SENDING_RESULT")
+        for part, rec in zip(msg.parts, records, strict=True):
+            assert isinstance(part, ToolResultPart)
+            key = call_key(state.turn, part.call_id)
+            call = ToolCallPart(part.call_id, part.name, rec.input)
+            step = self._tool_step(state, call, key)
+            if step.status == "running" and key not in self.entries:  # refused before prepare
+                step.status, step.ended_at = "failed", time.time()
+                step.output = {"ok": False, "error_code": part.result.error_code}
+                step.error = redact(part.result.message)
+                self.batch.steps.append(step)
+            self._items(Message("tool", (part,)), step.step_id, state.turn)
+            if key in self.entries:
+                self._ledger(key, "result_sent")
+            self.last_step = step.step_id
+
+    def before_model_call(self, state: RunState) -> None:
+        self._phase("WAITING_MODEL")
+        self.flush()
+
+    # -- events, checkpoints, the end -------------------------------------------------------
+    def event(self, ev: Event) -> None:
+        if ev.type in _SKIPPED_EVENTS:
+            return
+        payload = {k: v for k, v in ev.payload.items() if k != "data"}
+        self.event_seq += 1
+        self.batch.events.append(
+            EventRecord(
+                self.event_seq,
+                ev.type,
+                ev.turn,
+                redact_json(payload),
+                ev.timestamp,
+                ev.tool_call_id,
+            )
+        )
+
+    def checkpoint(self, state: RunState, data: dict[str, Any]) -> None:
+        self.batch.checkpoints.append(
+            Checkpoint(
+                state.turn,
+                time.time(),
+                str(data.get("goal", state.task)),
+                list(data.get("modified_files", [])),
+                list(data.get("verification", [])),
+                list(data.get("open_items", [])),
+            )
+        )
+
+    def resume_from(self, items: list[TranscriptItem]) -> None:
+        """Continue a recorded session: steps chain on from its last assistant turn."""
+        for item in reversed(items):
+            if item.payload.get("type") in ("function_call", "reasoning") or (
+                item.payload.get("role") == "assistant"
+            ):
+                self.llm_step = item.step_id
+                break
+
+    def begin(self) -> None:
+        """A run (first or resumed) starts: the session is Running."""
+        self.batch.session_updates.update(state="running", phase="RUNNING", pending=None)
+
+    def finished(self, state: RunState, *, pending: dict[str, Any] | None = None) -> None:
+        session_state, phase = _FINAL_STATE.get(state.status, ("failed", "FAILED"))
+        meta = dict(self.session.meta)
+        meta["last_reason"] = redact(state.reason)
+        meta["last_reply"] = redact(state.reply)
+        self.batch.session_updates.update(
+            state=session_state, phase=phase, meta=meta, pending=pending
+        )
+        self.flush()
+
+
+_LEDGER_FIELDS = tuple(LedgerEntry.__dataclass_fields__)
