@@ -7,7 +7,8 @@ import typer
 from xclaw.cli import tools_cmd
 from xclaw.cli.demo_cmd import demo
 from xclaw.cli.doctor_cmd import doctor
-from xclaw.cli.run_cmd import run
+from xclaw.cli.run_cmd import resume, run
+from xclaw.cli.sessions_cmd import export, fork, rollback, sessions, status, steps
 
 app = typer.Typer(
     name="xclaw",
@@ -17,6 +18,13 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command()(run)
+app.command()(resume)
+app.command()(sessions)
+app.command()(status)
+app.command()(steps)
+app.command()(rollback)
+app.command()(fork)
+app.command()(export)
 app.command()(demo)
 app.command()(doctor)
 app.add_typer(tools_cmd.app, name="tools")

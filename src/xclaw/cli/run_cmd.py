@@ -1,9 +1,10 @@
-"""``xclaw run``: the coding agent on a project."""
+"""``xclaw run`` and ``xclaw resume``: the coding agent on a project, as durable sessions."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,10 +16,12 @@ from xclaw.cli.common import console, fail, install_interrupt, make_approver
 from xclaw.cli.render import LiveView, print_summary
 from xclaw.coding.agent import Agent
 from xclaw.config import load_config
-from xclaw.core.errors import XclawError
+from xclaw.core.errors import ConfigError, XclawError
 from xclaw.core.events import EventBus
+from xclaw.core.resume import InterruptedChoice
 from xclaw.core.state import RunControl, RunResult
 from xclaw.models.resolve import resolve_model
+from xclaw.store.sqlite import open_store
 
 EXIT_CODES = {"completed": 0, "failed": 1, "interrupted": 3}
 
@@ -32,13 +35,43 @@ def _ask_keep(processes: list[dict[str, Any]]) -> bool:
     return Confirm.ask(f"Keep running processes ({names})?", default=False, console=console)
 
 
-async def run_agent(agent: Agent, task: str) -> RunResult:
+async def _drive(start: Callable[[RunControl], Awaitable[RunResult]]) -> RunResult:
     control = RunControl()
     remove = install_interrupt(control)
     try:
-        return await agent.run(task, control=control)
+        return await start(control)
     finally:
         remove()
+
+
+def _build_agent(
+    directory: Path, spec: str | None, approval: str | None, max_turns: int | None
+) -> Agent:
+    cfg = load_config(directory)
+    chosen = spec or cfg.model
+    model = resolve_model(chosen)
+    limits = cfg.limits.to_limits()
+    if max_turns is not None:
+        limits = replace(limits, max_turns=max_turns)
+    bus = EventBus()
+    bus.subscribe(LiveView(console))
+    return Agent(
+        model,
+        directory,
+        approval=make_approver(approval or cfg.approval),
+        limits=limits,
+        bus=bus,
+        keep_processes=_ask_keep,
+        store=open_store(),
+        model_spec=chosen,
+    )
+
+
+def _finish(result: RunResult) -> None:
+    print_summary(console, result)
+    if result.status != "completed":
+        console.print(f"[dim]continue with: xclaw resume {result.session_id}[/]")
+    raise typer.Exit(EXIT_CODES[result.status])
 
 
 def run(
@@ -48,26 +81,63 @@ def run(
     approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
 ) -> None:
-    """Run the coding agent on a project."""
+    """Run the coding agent on a project (recorded as a session you can resume)."""
     try:
-        cfg = load_config(directory)
-        spec = model or cfg.model
-        chosen_model = resolve_model(spec)
-        limits = cfg.limits.to_limits()
-        if max_turns is not None:
-            limits = replace(limits, max_turns=max_turns)
-        bus = EventBus()
-        bus.subscribe(LiveView(console))
-        agent = Agent(
-            chosen_model,
-            directory,
-            approval=make_approver(approval or cfg.approval),
-            limits=limits,
-            bus=bus,
-            keep_processes=_ask_keep,
-        )
+        agent = _build_agent(directory, model, approval, max_turns)
     except XclawError as err:
         fail(err)
-    result = asyncio.run(run_agent(agent, task))
-    print_summary(console, result)
-    raise typer.Exit(EXIT_CODES[result.status])
+    _finish(asyncio.run(_drive(lambda control: agent.run(task, control=control))))
+
+
+def resume(
+    session_id: Annotated[str, typer.Argument(help="Session id (see `xclaw sessions`).")],
+    model: Annotated[str | None, typer.Option("--model", "-m", help="provider:model")] = None,
+    approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
+    retry_interrupted: Annotated[
+        bool,
+        typer.Option("--retry-interrupted", help="Run a call that was interrupted mid-way again."),
+    ] = False,
+    skip_interrupted: Annotated[
+        bool, typer.Option("--skip-interrupted", help="Do not run an interrupted call again.")
+    ] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh", help="Continue in a fresh model context from the latest checkpoint."
+        ),
+    ] = False,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
+) -> None:
+    """Continue a session after a crash, a stop or a pause, without redoing side effects."""
+    try:
+        if retry_interrupted and skip_interrupted:
+            raise ConfigError("Choose one of --retry-interrupted and --skip-interrupted.")
+        session = open_store().get_session(session_id)
+        if session is None:
+            raise ConfigError(
+                f"There is no session {session_id!r}.",
+                code="SESSION_NOT_FOUND",
+                hint="List sessions with `xclaw sessions`.",
+            )
+        spec = model or session.meta.get("model_spec")
+        agent = _build_agent(Path(session.root), spec, approval, max_turns)
+    except XclawError as err:
+        fail(err)
+    choice: InterruptedChoice | None = (
+        "retry"
+        if retry_interrupted
+        else "skip"
+        if skip_interrupted
+        else "ask"
+        if sys.stdin.isatty() and approval in (None, "ask")
+        else None
+    )
+    _finish(
+        asyncio.run(
+            _drive(
+                lambda control: agent.resume(
+                    session_id, control=control, interrupted=choice, fresh_context=fresh
+                )
+            )
+        )
+    )

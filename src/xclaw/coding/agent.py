@@ -65,6 +65,7 @@ class Agent:
         evidence_gate_enabled: bool = True,
         checkpoint_every: int = 10,
         keep_processes: KeepProcesses | None = None,
+        model_spec: str | None = None,
     ) -> None:
         root = Path(workdir).expanduser()
         if not root.is_dir():
@@ -89,6 +90,7 @@ class Agent:
         self.system_prompt = system_prompt
         self.checkpoint_every = checkpoint_every
         self.keep_processes = keep_processes
+        self.model_spec = model_spec
 
     async def run(
         self, task: str, *, control: RunControl | None = None, session_id: str | None = None
@@ -105,7 +107,11 @@ class Agent:
             now,
             now,
             title=task.strip().splitlines()[0][:80] if task.strip() else "",
-            meta={"system_prompt": self.system_prompt, "tools": self.registry.names()},
+            meta={
+                "system_prompt": self.system_prompt,
+                "tools": self.registry.names(),
+                "model_spec": self.model_spec,
+            },
         )
         recorder = self._recorder(session, new=True)
         state = RunState(
@@ -128,25 +134,7 @@ class Agent:
     ) -> RunResult:
         """Continue a recorded session after a crash, a stop or a pause."""
         store = self._require_store()
-        session = store.get_session(session_id)
-        if session is None:
-            raise ConfigError(
-                f"There is no session {session_id!r}.",
-                code="SESSION_NOT_FOUND",
-                hint="List sessions with `xclaw sessions`.",
-            )
-        if session.state == "success":
-            raise ConfigError(
-                f"Session {session_id} already finished.",
-                code="SESSION_FINISHED",
-                hint="Fork it (`xclaw fork`) or start a new run.",
-            )
-        if os.path.realpath(session.root) != str(self.workdir):
-            raise ConfigError(
-                f"Session {session_id} belongs to {session.root}.",
-                code="SESSION_ROOT_MISMATCH",
-                hint=f"Use -C {session.root}.",
-            )
+        session = self._resumable_session(store, session_id)
         items = store.load_items(session_id)
         recorder = SessionRecorder(store, session, new=False)
         recorder.resume_from(items)
@@ -181,6 +169,28 @@ class Agent:
                 hint="Create the Agent with store=open_store().",
             )
         return self.store
+
+    def _resumable_session(self, store: Store, session_id: str) -> SessionRecord:
+        session = store.get_session(session_id)
+        if session is None:
+            raise ConfigError(
+                f"There is no session {session_id!r}.",
+                code="SESSION_NOT_FOUND",
+                hint="List sessions with `xclaw sessions`.",
+            )
+        if session.state == "success":
+            raise ConfigError(
+                f"Session {session_id} already finished.",
+                code="SESSION_FINISHED",
+                hint="Fork it (`xclaw fork`) or start a new run.",
+            )
+        if os.path.realpath(session.root) != str(self.workdir):
+            raise ConfigError(
+                f"Session {session_id} belongs to {session.root}.",
+                code="SESSION_ROOT_MISMATCH",
+                hint=f"Use -C {session.root}.",
+            )
+        return session
 
     def _recorder(self, session: SessionRecord, *, new: bool) -> Recorder:
         if self.store is None:

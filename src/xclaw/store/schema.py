@@ -69,7 +69,7 @@ items = Table(
     Column("turn", Integer, nullable=False),
     Column("payload", Text, nullable=False),  # JSON: one Responses item
     Column("created_at", Float, nullable=False),
-    Index("ix_items_session_step", "session_id", "step_no"),
+    sqlite_with_rowid=False,
 )
 
 steps = Table(
@@ -90,7 +90,7 @@ steps = Table(
     Column("error", Text),
     Column("tokens_in", Integer),
     Column("tokens_out", Integer),
-    Index("ix_steps_session_number", "session_id", "number", unique=True),
+    sqlite_with_rowid=False,
 )
 
 ledger = Table(
@@ -110,7 +110,7 @@ ledger = Table(
     Column("risk", String, nullable=False),
     Column("result", Text),  # JSON or NULL
     Column("updated_at", Float, nullable=False),
-    Index("ix_ledger_session_step", "session_id", "step_no"),
+    sqlite_with_rowid=False,
 )
 
 events = Table(
@@ -123,6 +123,7 @@ events = Table(
     Column("call_id", String),
     Column("payload", Text, nullable=False),  # JSON object
     Column("ts", Float, nullable=False),
+    sqlite_with_rowid=False,
 )
 
 checkpoints = Table(

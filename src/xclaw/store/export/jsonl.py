@@ -13,11 +13,17 @@ import dataclasses
 from typing import Any
 
 from xclaw.store.base import SessionRecord, TranscriptItem
-from xclaw.store.export._common import PRIVATE_META_KEYS, clean_value, dump_line
+from xclaw.store.export._common import (
+    PRIVATE_META_KEYS,
+    clean_json_text,
+    clean_value,
+    dump_line,
+)
 
 FORMAT = "xclaw.session"
 VERSION = 1
 _OPAQUE_REASONING_KEYS = frozenset({"signature", "encrypted_content"})
+_JSON_TEXT_KEYS = {"function_call": ("arguments",), "function_call_output": ("output",)}
 
 
 def export_jsonl(session: SessionRecord, items: list[TranscriptItem]) -> list[str]:
@@ -30,7 +36,7 @@ def export_jsonl(session: SessionRecord, items: list[TranscriptItem]) -> list[st
             "step_id": item.step_id,
             "turn": item.turn,
             "created_at": item.created_at,
-            "item": clean_value(_public_item(item.payload)),
+            "item": _public_item(item.payload),
         }
         lines.append(dump_line(line))
     return lines
@@ -43,6 +49,12 @@ def _public_record(session: SessionRecord) -> dict[str, Any]:
 
 
 def _public_item(payload: dict[str, Any]) -> dict[str, Any]:
-    if payload.get("type") != "reasoning":
-        return payload
-    return {k: v for k, v in payload.items() if k not in _OPAQUE_REASONING_KEYS}
+    """The item cleaned; JSON held as text is cleaned as JSON so key names count too."""
+    kind = payload.get("type")
+    if kind == "reasoning":
+        payload = {k: v for k, v in payload.items() if k not in _OPAQUE_REASONING_KEYS}
+    cleaned: dict[str, Any] = clean_value(payload)
+    for key in _JSON_TEXT_KEYS.get(str(kind), ()):
+        if isinstance(payload.get(key), str):
+            cleaned[key] = clean_json_text(payload[key])
+    return cleaned

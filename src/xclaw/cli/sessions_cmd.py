@@ -1,0 +1,208 @@
+"""Session commands: sessions, status, steps, rollback, fork, export."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from xclaw.cli.common import console, fail
+from xclaw.coding.agent import new_session_id
+from xclaw.core.errors import ConfigError, XclawError
+from xclaw.redact import redact
+from xclaw.store.base import SessionRecord, Store
+from xclaw.store.export import export_session
+from xclaw.store.sqlite import open_store
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def _session(store: Store, session_id: str) -> SessionRecord:
+    session = store.get_session(session_id)
+    if session is None:
+        raise ConfigError(
+            f"There is no session {session_id!r}.",
+            code="SESSION_NOT_FOUND",
+            hint="List sessions with `xclaw sessions`.",
+        )
+    return session
+
+
+def sessions(
+    state: Annotated[str | None, typer.Option(help="init|running|paused|success|failed")] = None,
+    directory: Annotated[
+        Path | None, typer.Option("-C", "--directory", help="Only this project.")
+    ] = None,
+    search: Annotated[str | None, typer.Option("--search", help="Text in the task.")] = None,
+    limit: Annotated[int, typer.Option(min=1)] = 30,
+) -> None:
+    """List recorded sessions, newest first."""
+    if state is not None and state not in ("init", "running", "paused", "success", "failed"):
+        raise typer.BadParameter("state must be init, running, paused, success or failed")
+    root = str(directory.resolve()) if directory else None
+    found = open_store().list_sessions(
+        state=state,  # type: ignore[arg-type]
+        root=root,
+        text=search,
+        limit=limit,
+    )
+    table = Table("id", "state", "phase", "updated", "root", "task")
+    table.columns[0].no_wrap = True
+    for s in found:
+        table.add_row(
+            s.id,
+            s.state,
+            s.phase,
+            _when(s.updated_at),
+            s.root,
+            escape(redact(s.title or s.task)[:60]),
+        )
+    console.print(table if found else "no sessions")
+
+
+def _processes(store: Store, session_id: str) -> list[dict[str, Any]]:
+    """Processes the session started and did not stop, that are still alive."""
+    started: dict[str, dict[str, Any]] = {}
+    for entry in store.load_ledger(session_id):
+        data = (entry.result or {}).get("data") or {}
+        if entry.name == "process.start" and data.get("processId"):
+            started[data["processId"]] = data
+        elif entry.name == "process.stop":
+            started.pop(str(entry.arguments.get("process_id")), None)
+    alive = []
+    for proc in started.values():
+        try:
+            os.kill(int(proc["pid"]), 0)
+        except (OSError, ValueError, KeyError):
+            continue
+        alive.append(proc)
+    return alive
+
+
+def status(
+    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
+) -> None:
+    """The current (latest) session of this project: its state, phase and processes."""
+    store = open_store()
+    found = store.list_sessions(root=str(directory.resolve()), limit=1)
+    if not found:
+        console.print(f"no session for {directory.resolve()}")
+        raise typer.Exit(0)
+    s = found[0]
+    console.print(f"[bold]{s.id}[/] {s.state} · phase {s.phase} · updated {_when(s.updated_at)}")
+    console.print(f"task: {escape(redact(s.task))}")
+    if s.meta.get("last_reason"):
+        console.print(f"last stop: {escape(str(s.meta['last_reason']))}")
+    if s.pending:
+        console.print(f"[yellow]waiting for your decision:[/] {escape(json.dumps(s.pending))}")
+    for proc in _processes(store, s.id):
+        urls = " ".join(proc.get("detectedUrls") or [])
+        console.print(f"process {proc.get('processId')} pid {proc.get('pid')} {urls}")
+
+
+def steps(session_id: Annotated[str, typer.Argument()]) -> None:
+    """The steps of a session (ids s0001… are stable; use them with rollback and fork)."""
+    try:
+        store = open_store()
+        _session(store, session_id)
+    except XclawError as err:
+        fail(err)
+    table = Table("step", "type", "name", "status", "parent", "ms", "detail")
+    table.columns[0].no_wrap = True
+    for st in store.list_steps(session_id):
+        ms = f"{(st.ended_at - st.started_at) * 1000:.0f}" if st.ended_at else ""
+        detail = json.dumps(st.input or st.output or {}, ensure_ascii=False)[:70]
+        table.add_row(
+            st.step_id,
+            st.kind,
+            st.name,
+            st.status,
+            st.parent_step_id or "",
+            ms,
+            escape(redact(detail)),
+        )
+    console.print(table)
+
+
+def rollback(
+    session_id: Annotated[str, typer.Argument()],
+    step_id: Annotated[str, typer.Argument(help="Rewind to just before this step.")],
+) -> None:
+    """Rewind a session's transcript to before STEP (side effects cannot be undone)."""
+    try:
+        store = open_store()
+        _session(store, session_id)
+        report = store.rollback(session_id, step_id)
+    except KeyError:
+        fail(
+            ConfigError(
+                f"Session {session_id} has no step {step_id}.",
+                code="STEP_NOT_FOUND",
+                hint=f"See `xclaw steps {session_id}`.",
+            )
+        )
+    except XclawError as err:
+        fail(err)
+    console.print(
+        f"rewound {session_id} to before {step_id}: removed {report.removed_steps} "
+        f"steps and {report.removed_items} transcript items"
+    )
+    if report.irreversible:
+        console.print("[yellow]these side effects happened and were not undone:[/]")
+        for e in report.irreversible:
+            args = escape(redact(json.dumps(e.arguments, ensure_ascii=False)[:100]))
+            console.print(f"  {e.step_id} {e.name} {args}")
+    console.print(f"continue with: xclaw resume {session_id}")
+
+
+def fork(
+    session_id: Annotated[str, typer.Argument()],
+    step_id: Annotated[str, typer.Argument(help="Copy the history up to and including it.")],
+) -> None:
+    """Start a new session from a session's history up to STEP; the original is untouched."""
+    try:
+        store = open_store()
+        _session(store, session_id)
+        new = store.fork(session_id, step_id, new_session_id())
+    except KeyError:
+        fail(
+            ConfigError(
+                f"Session {session_id} has no step {step_id}.",
+                code="STEP_NOT_FOUND",
+                hint=f"See `xclaw steps {session_id}`.",
+            )
+        )
+    except XclawError as err:
+        fail(err)
+    console.print(f"forked {session_id} at {step_id} into [bold]{new.id}[/]")
+    console.print(f"continue with: xclaw resume {new.id}")
+
+
+def export(
+    session_id: Annotated[str, typer.Argument()],
+    fmt: Annotated[str, typer.Option("--format", help="codex | claude-code | jsonl")] = "jsonl",
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="File to write.")] = None,
+) -> None:
+    """Export a session transcript (secrets redacted, no protocol text or tool catalogue)."""
+    if fmt not in ("codex", "claude-code", "jsonl"):
+        raise typer.BadParameter("format must be codex, claude-code or jsonl")
+    try:
+        store = open_store()
+        session = _session(store, session_id)
+    except XclawError as err:
+        fail(err)
+    lines = export_session(fmt, session, store.load_items(session_id))  # type: ignore[arg-type]
+    text = "\n".join(lines) + "\n"
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        console.print(f"wrote {len(lines)} lines to {output}")
