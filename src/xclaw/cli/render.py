@@ -34,6 +34,8 @@ class LiveView:
     def __init__(self, console: Console, *, show_output: bool = True) -> None:
         self.console = console
         self.show_output = show_output
+        self._line = ""  # streamed model text not yet shown (shown a whole line at a time)
+        self._streamed = False
 
     def __call__(self, ev: Event) -> None:
         handler = getattr(self, "on_" + ev.type.replace(".", "_"), None)
@@ -44,7 +46,20 @@ class LiveView:
         p = ev.payload
         self.console.print(f"[bold]▶ run {ev.session_id}[/] · model {_safe(str(p['model']))}")
 
+    def on_model_streaming(self, ev: Event) -> None:
+        # Whole lines only, so redaction sees a key in one piece.
+        self._streamed = True
+        self._line += str(ev.payload.get("delta", ""))
+        while "\n" in self._line:
+            line, self._line = self._line.split("\n", 1)
+            self.console.print(f"[dim]│ {_safe(line)}[/]")
+
     def on_model_message_complete(self, ev: Event) -> None:
+        if self._streamed:
+            if self._line:
+                self.console.print(f"[dim]│ {_safe(self._line)}[/]")
+            self._line, self._streamed = "", False
+            return
         text = str(ev.payload.get("text") or "").strip()
         if text and ev.payload.get("tool_calls"):
             self.console.print(f"[dim]turn {ev.turn}: {_safe(text[:300])}[/]")

@@ -122,7 +122,9 @@ def render_transcript(messages: Sequence[Message], counter: TokenCounter, max_to
             lines.append(f"CALL {call.name} {args}")
         for res in m.tool_results:
             state = "ok" if res.result.ok else f"failed {res.result.error_code or ''}".strip()
-            lines.append(f"RESULT {res.name} ({state}): {_cut(res.result.to_model_text(), _RESULT_CHARS)}")
+            lines.append(
+                f"RESULT {res.name} ({state}): {_cut(res.result.to_model_text(), _RESULT_CHARS)}"
+            )
     text = "\n".join(lines)
     if counter.count_text(text) <= max_tokens:
         return text

@@ -363,16 +363,19 @@ class MessagesDecoder:
     def _usage(self, usage: Any) -> None:
         if usage is None:
             return
-        for key in ("input_tokens", "output_tokens", "cache_read_input_tokens"):
+        for key in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ):
             value = getattr(usage, key, None)
             if value is not None:  # message_delta counts are cumulative: the latest wins
                 self.usage[key] = value
-        value = getattr(usage, "cache_creation_input_tokens", None)
-        if value is not None:
-            self.usage["cache_creation_input_tokens"] = value
         details = getattr(usage, "output_tokens_details", None)
-        if getattr(details, "thinking_tokens", None) is not None:
-            self.usage["thinking_tokens"] = details.thinking_tokens
+        thinking = getattr(details, "thinking_tokens", None)
+        if thinking is not None:
+            self.usage["thinking_tokens"] = thinking
 
     def _end(self) -> Iterator[ModelEvent]:
         for call in settle_call_ids(self.calls, reply_text="".join(self.text)):

@@ -194,3 +194,188 @@ def migrate(conn: Connection, *, known: dict[int, Migration] | None = None) -> i
         steps_by_version[version](conn)
         conn.execute(insert(schema_version).values(version=version, applied_at=time.time()))
     return max(found, newest)
+
+
+# -- records ↔ rows: JSON columns are TEXT (json.dumps, ensure_ascii=False) -----------------
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def dumps_opt(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def loads_opt(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def step_number(step_id: str) -> int:
+    match = _STEP_ID.fullmatch(step_id)
+    if match is None:
+        raise ValueError(f"step id {step_id!r} is not of the form s0001")
+    return int(match.group(1))
+
+
+def session_row(rec: SessionRecord, now: float) -> dict[str, Any]:
+    return {
+        "id": rec.id,
+        "root": rec.root,
+        "task": rec.task,
+        "model": rec.model,
+        "state": rec.state,
+        "phase": rec.phase,
+        "created_at": rec.created_at or now,
+        "updated_at": rec.updated_at or rec.created_at or now,
+        "parent_id": rec.parent_id,
+        "fork_step": rec.fork_step,
+        "title": rec.title,
+        "meta": dumps(rec.meta),
+        "pending": dumps_opt(rec.pending),
+    }
+
+
+def session_update_params(sid: str, changes: dict[str, Any], now: float) -> dict[str, Any]:
+    unknown = set(changes) - _SESSION_FIELDS
+    if unknown:
+        raise ValueError(f"not session fields: {sorted(unknown)}")
+    params: dict[str, Any] = {"b_id": sid}
+    for key, value in changes.items():
+        if key in _JSON_SESSION_FIELDS:
+            value = dumps(value) if key == "meta" else dumps_opt(value)
+        params[f"b_{key}"] = value
+    params.setdefault("b_updated_at", now)
+    return params
+
+
+def session_from_row(row: Row[Any]) -> SessionRecord:
+    return SessionRecord(
+        id=row.id,
+        root=row.root,
+        task=row.task,
+        model=row.model,
+        state=row.state,
+        phase=row.phase,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        parent_id=row.parent_id,
+        fork_step=row.fork_step,
+        title=row.title,
+        meta=json.loads(row.meta),
+        pending=loads_opt(row.pending),
+    )
+
+
+def item_row(sid: str, it: TranscriptItem) -> dict[str, Any]:
+    return {
+        "session_id": sid,
+        "seq": it.seq,
+        "step_id": it.step_id,
+        "step_no": step_number(it.step_id),
+        "turn": it.turn,
+        "payload": dumps(it.payload),
+        "created_at": it.created_at,
+    }
+
+
+def step_row(sid: str, st: StepRecord) -> dict[str, Any]:
+    return {
+        "session_id": sid,
+        "step_id": st.step_id,
+        "number": step_number(st.step_id),
+        "kind": st.kind,
+        "name": st.name,
+        "status": st.status,
+        "turn": st.turn,
+        "started_at": st.started_at,
+        "parent_step_id": st.parent_step_id,
+        "ended_at": st.ended_at,
+        "input": dumps_opt(st.input),
+        "output": dumps_opt(st.output),
+        "error": st.error,
+        "tokens_in": st.tokens_in,
+        "tokens_out": st.tokens_out,
+    }
+
+
+def step_from_row(row: Row[Any]) -> StepRecord:
+    return StepRecord(
+        step_id=row.step_id,
+        kind=row.kind,
+        name=row.name,
+        status=row.status,
+        turn=row.turn,
+        started_at=row.started_at,
+        parent_step_id=row.parent_step_id,
+        ended_at=row.ended_at,
+        input=loads_opt(row.input),
+        output=loads_opt(row.output),
+        error=row.error,
+        tokens_in=row.tokens_in,
+        tokens_out=row.tokens_out,
+    )
+
+
+def ledger_row(sid: str, le: LedgerEntry, now: float) -> dict[str, Any]:
+    rank = LEDGER_ORDER.get(le.phase)
+    if rank is None:
+        raise ValueError(f"unknown ledger phase {le.phase!r}")
+    return {
+        "session_id": sid,
+        "key": le.key,
+        "turn": le.turn,
+        "call_id": le.call_id,
+        "name": le.name,
+        "arguments": dumps(le.arguments),
+        "read_only": le.read_only,
+        "phase": le.phase,
+        "phase_rank": rank,
+        "step_id": le.step_id,
+        "step_no": step_number(le.step_id),
+        "risk": le.risk,
+        "result": dumps_opt(le.result),
+        "updated_at": le.updated_at or now,
+    }
+
+
+def ledger_from_row(row: Row[Any]) -> LedgerEntry:
+    return LedgerEntry(
+        key=row.key,
+        turn=row.turn,
+        call_id=row.call_id,
+        name=row.name,
+        arguments=json.loads(row.arguments),
+        read_only=bool(row.read_only),
+        phase=row.phase,
+        step_id=row.step_id,
+        risk=row.risk,
+        result=loads_opt(row.result),
+        updated_at=row.updated_at,
+    )
+
+
+def event_row(sid: str, ev: EventRecord) -> dict[str, Any]:
+    return {
+        "session_id": sid,
+        "seq": ev.seq,
+        "type": ev.type,
+        "turn": ev.turn,
+        "call_id": ev.call_id,
+        "payload": dumps(ev.payload),
+        "ts": ev.ts,
+    }
+
+
+def checkpoint_row(sid: str, cp: Checkpoint) -> dict[str, Any]:
+    return {
+        "session_id": sid,
+        "turn": cp.turn,
+        "created_at": cp.created_at,
+        "goal": cp.goal,
+        "modified_files": dumps(cp.modified_files),
+        "verification": dumps(cp.verification),
+        "open_items": dumps(cp.open_items),
+    }
+
+
