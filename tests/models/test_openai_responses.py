@@ -10,6 +10,7 @@ from wire_server import WireServer, unused_url
 
 from xclaw.core.errors import ModelRequestRejected, ModelUnavailable, ProtocolViolation
 from xclaw.core.messages import (
+    ImagePart,
     Message,
     ReasoningPart,
     TextPart,
@@ -29,6 +30,7 @@ from xclaw.core.model import (
 )
 from xclaw.core.tooling import Risk, ToolSpec
 from xclaw.models.openai_responses import OpenAIResponsesModel
+from xclaw.models.presets import Capabilities, Preset
 
 READ = ToolSpec(
     "fs.read",
@@ -40,11 +42,12 @@ READ = ToolSpec(
 LIST = ToolSpec("fs.list", "List a directory.", {"type": "object"}, read_only=True, risk=Risk.READ)
 
 
-class Reasoning:
-    """A stand-in preset: only the fields the adapter reads."""
-
-    reasoning = True
-    max_tokens = None
+REASONING = Preset(
+    name="openai-test",
+    api="openai_responses",
+    base_url=None,
+    capabilities=Capabilities(reasoning=True),
+)
 
 
 # -- fixtures: Responses wire events, written for these tests ----------------------------------
@@ -137,9 +140,7 @@ def call_stream(calls: list[tuple[str, str, str, list[str]]]) -> list[str | byte
                 ev("response.function_call_arguments.delta", item_id=item_id, delta=fragment)
             )
         whole = "".join(fragments)
-        events.append(
-            ev("response.function_call_arguments.done", item_id=item_id, arguments=whole)
-        )
+        events.append(ev("response.function_call_arguments.done", item_id=item_id, arguments=whole))
         items.append(call_item(item_id, call_id, name, whole))
         events.append(ev("response.output_item.done", output_index=index, item=items[-1]))
     events.append(ev("response.completed", response=response(items, usage=usage(50, 9))))
@@ -249,7 +250,8 @@ async def test_non_streaming_json_decodes_like_the_stream(wire: WireServer) -> N
 async def test_incomplete_response_finishes_with_length(wire: WireServer) -> None:
     events = text_stream("cut sh")
     events[-1] = ev(
-        "response.incomplete", response=response(status="incomplete", incomplete="max_output_tokens")
+        "response.incomplete",
+        response=response(status="incomplete", incomplete="max_output_tokens"),
     )
     wire.add_sse(events)
     assert (await collect(model_for(wire), ask()))[-1] == Finish("length")
@@ -276,10 +278,16 @@ async def test_reasoning_summary_streams_and_encrypted_item_is_replayed(
             *call_stream([("fc_1", "call_a", "fs_read", ['{"path": "a.txt"}'])])[1:],
         ]
     )
-    model = model_for(wire, preset=Reasoning())
+    model = model_for(wire, preset=REASONING)
     events = await collect(model, ask())
-    part = ReasoningPart("Need the file.", provider="openai", signature="rs_1", encrypted="ENC-BLOB")
-    assert events[:3] == [ReasoningDelta("Need "), ReasoningDelta("the file."), ReasoningEvent(part)]
+    part = ReasoningPart(
+        "Need the file.", provider="openai", signature="rs_1", encrypted="ENC-BLOB"
+    )
+    assert events[:3] == [
+        ReasoningDelta("Need "),
+        ReasoningDelta("the file."),
+        ReasoningEvent(part),
+    ]
     assert wire.requests[0].body["include"] == ["reasoning.encrypted_content"]
 
     # The next turn sends the reasoning item back before the call it led to.
@@ -290,7 +298,7 @@ async def test_reasoning_summary_streams_and_encrypted_item_is_replayed(
         Message("assistant", (part, call)),
         Message("tool", (ToolResultPart("call_a", "fs.read", ToolResult.success("hello")),)),
     ]
-    await collect(model_for(wire, preset=Reasoning()), ModelRequest(history, [READ]))
+    await collect(model_for(wire, preset=REASONING), ModelRequest(history, [READ]))
     assert wire.requests[1].body["input"][1:] == [
         {
             "type": "reasoning",
@@ -349,11 +357,37 @@ async def test_history_shapes_system_text_calls_and_results(wire: WireServer) ->
             "role": "assistant",
             "content": [{"type": "output_text", "text": "Looking.", "annotations": []}],
         },
-        {"type": "function_call", "call_id": "c1", "name": "fs_read", "arguments": '{"path": "a.txt"}'},
-        {"type": "function_call", "call_id": "c2", "name": "fs_read", "arguments": '{"path": "b.txt"}'},
-        {"type": "function_call_output", "call_id": "c1", "output": ToolResult.success("A").to_model_text()},
+        {
+            "type": "function_call",
+            "call_id": "c1",
+            "name": "fs_read",
+            "arguments": '{"path": "a.txt"}',
+        },
+        {
+            "type": "function_call",
+            "call_id": "c2",
+            "name": "fs_read",
+            "arguments": '{"path": "b.txt"}',
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "c1",
+            "output": ToolResult.success("A").to_model_text(),
+        },
         {"type": "function_call_output", "call_id": "c2", "output": failed.to_model_text()},
-    ]  # fmt: skip
+    ]
+
+
+async def test_images_go_as_data_urls_unless_the_model_cannot_read_them(wire: WireServer) -> None:
+    image = Message("user", (TextPart("look"), ImagePart("image/png", b"\x89PNG")))
+    blind = Preset(name="blind", api="openai_responses", base_url=None)
+    for preset in (None, blind):
+        wire.add_sse(text_stream("ok"))
+        await collect(model_for(wire, preset=preset), ModelRequest([image], []))
+    with_vision, without = (r.body["input"][0]["content"][1] for r in wire.requests)
+    assert with_vision == {"type": "input_image", "image_url": "data:image/png;base64,iVBORw=="}
+    assert without["type"] == "input_text" and "cannot read images" in without["text"]
+    assert "tools" not in wire.requests[0].body
 
 
 async def test_tool_name_collision_is_refused_before_sending(wire: WireServer) -> None:
@@ -442,7 +476,9 @@ async def test_stream_ending_without_completion_is_unavailable(wire: WireServer)
 
 async def test_failed_response_event_is_classified_by_its_code(wire: WireServer) -> None:
     failed = response(status="failed", error={"code": "server_error", "message": "oops"})
-    wire.add_sse([ev("response.created", response=response()), ev("response.failed", response=failed)])
+    wire.add_sse(
+        [ev("response.created", response=response()), ev("response.failed", response=failed)]
+    )
     with pytest.raises(ModelUnavailable):
         await collect(model_for(wire), ask())
     wire.add_sse([ev("error", code="invalid_prompt", message="not allowed", param=None)])

@@ -200,6 +200,7 @@ def _make_handler(server: WireServer) -> type[BaseHTTPRequestHandler]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # small SSE chunks must leave at once
     timeout = 30  # idle keep-alive connections end on their own
     wire: WireServer
 

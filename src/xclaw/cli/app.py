@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from xclaw.cli import tools_cmd
+from xclaw.cli import models_cmd, protocol_cmd, tools_cmd
 from xclaw.cli.demo_cmd import demo
 from xclaw.cli.doctor_cmd import doctor
 from xclaw.cli.run_cmd import resume, run
@@ -28,6 +28,8 @@ app.command()(export)
 app.command()(demo)
 app.command()(doctor)
 app.add_typer(tools_cmd.app, name="tools")
+app.add_typer(models_cmd.app, name="models")
+app.add_typer(protocol_cmd.app, name="protocol")
 
 
 def main() -> None:

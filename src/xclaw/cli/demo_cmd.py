@@ -14,6 +14,7 @@ from xclaw.cli.render import LiveView, print_summary
 from xclaw.coding.demo.run import prepare_dir, run_demo, script_path
 from xclaw.core.errors import ScriptMismatch
 from xclaw.core.events import Event, EventBus
+from xclaw.models.text.model import xml_demo_model
 
 _URL = re.compile(r"http://127\.0\.0\.1:\d+/?")
 
@@ -22,8 +23,13 @@ def demo(
     directory: Annotated[
         Path | None, typer.Option("--dir", help="Empty folder to build in.")
     ] = None,
+    protocol: Annotated[
+        str, typer.Option("--protocol", help="native (tool calls) or xml (the text protocol)")
+    ] = "native",
 ) -> None:
     """Build, serve, break and fix a small website with a scripted model (no key needed)."""
+    if protocol not in ("native", "xml"):
+        raise typer.BadParameter("--protocol must be native or xml")
     try:
         root = prepare_dir(directory)
     except FileExistsError as err:
@@ -31,7 +37,9 @@ def demo(
         raise typer.Exit(2) from None
     console.print(
         "[bold]xclaw demo[/] — a [bold]scripted[/] run: the model's turns come from "
-        f"{script_path().name}; the loop, policy, tools, build and server are real.\n"
+        f"{script_path().name}"
+        + (" rendered as XML text and parsed back" if protocol == "xml" else "")
+        + "; the loop, policy, tools, build and server are real.\n"
         f"Project folder: {root}\n"
     )
     served: list[str] = []
@@ -45,7 +53,8 @@ def demo(
                 served.extend(_URL.findall(stdout))
 
     bus.subscribe(watch)
-    result, model = asyncio.run(run_demo(root, bus))
+    chosen = xml_demo_model(script_path()) if protocol == "xml" else None
+    result, model = asyncio.run(run_demo(root, bus, chosen))
     print_summary(console, result)
     try:
         model.assert_complete()

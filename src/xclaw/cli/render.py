@@ -9,7 +9,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from xclaw.core.events import Event
+from xclaw.core.model import Model
 from xclaw.core.state import RunResult
+from xclaw.models.info import model_info
 from xclaw.redact import redact
 
 
@@ -22,7 +24,8 @@ def summarize_args(arguments: dict[str, Any], limit: int = 100) -> str:
     parts = []
     for key, value in arguments.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        text = text.replace("\n", "⏎")
+        # Redact before shortening: a cut key no longer matches its pattern.
+        text = redact(text).replace("\n", "⏎")
         if len(text) > 40:
             text = text[:37] + "…"
         parts.append(f"{key}={text}")
@@ -87,6 +90,20 @@ class LiveView:
             code = p.get("error_code") or "ERROR"
             self.console.print(f"  [red]✗ {code}[/] {_safe(str(p['message']))}")
 
+    def on_model_failover(self, ev: Event) -> None:
+        p = ev.payload
+        self.console.print(
+            f"[yellow]! failover {_safe(str(p.get('from')))} → {_safe(str(p.get('to')))}:[/] "
+            f"{_safe(str(p.get('reason')))}"
+        )
+
+    def on_model_retry(self, ev: Event) -> None:
+        p = ev.payload
+        self.console.print(
+            f"[yellow]! retrying {_safe(str(p.get('model')))} in {p.get('delay_s')}s:[/] "
+            f"{_safe(str(p.get('reason')))}"
+        )
+
     def on_approval_resolved(self, ev: Event) -> None:
         self.console.print(f"  [yellow]approval: {ev.payload.get('answer')}[/]")
 
@@ -97,7 +114,7 @@ class LiveView:
         self.console.print(f"[yellow]! protocol error {ev.payload.get('code')}[/]")
 
 
-def print_summary(console: Console, result: RunResult) -> None:
+def print_summary(console: Console, result: RunResult, model: Model | None = None) -> None:
     m = result.metrics
     colour = {"completed": "green", "interrupted": "yellow", "failed": "red"}[result.status]
     console.rule(f"[{colour}]{result.status}[/]")
@@ -112,9 +129,17 @@ def print_summary(console: Console, result: RunResult) -> None:
         console.print(
             f"[bold]still running:[/] {proc.get('processId')} pid {proc.get('pid')} {urls}"
         )
+    for rec in getattr(model, "failovers", []):
+        console.print(
+            f"[yellow]failover:[/] {_safe(str(rec.get('from')))} → {_safe(str(rec.get('to')))} "
+            f"({_safe(str(rec.get('reason')))})"
+        )
     tokens = ""
     if m.input_tokens is not None or m.output_tokens is not None:
         tokens = f" · tokens in {m.input_tokens or 0} out {m.output_tokens or 0}"
+        cost = model_info(model).cost(m.input_tokens, m.output_tokens) if model else None
+        if cost is not None:
+            tokens += f" · ≈${cost:.4f}"
     console.print(
         f"[dim]session {result.session_id} · {m.rounds} turns · {m.tool_calls} tool calls "
         f"({m.failed_calls} failed) · {m.duration_ms / 1000:.1f}s{tokens}[/]"

@@ -35,21 +35,26 @@ def _ask_keep(processes: list[dict[str, Any]]) -> bool:
     return Confirm.ask(f"Keep running processes ({names})?", default=False, console=console)
 
 
-async def _drive(start: Callable[[RunControl], Awaitable[RunResult]]) -> RunResult:
+async def _drive(agent: Agent, start: Callable[[RunControl], Awaitable[RunResult]]) -> RunResult:
     control = RunControl()
     remove = install_interrupt(control)
     try:
         return await start(control)
     finally:
         remove()
+        await agent.model.aclose()
 
 
 def _build_agent(
-    directory: Path, spec: str | None, approval: str | None, max_turns: int | None
+    directory: Path,
+    spec: str | None,
+    approval: str | None,
+    max_turns: int | None,
+    base_url: str | None = None,
 ) -> Agent:
     cfg = load_config(directory)
     chosen = spec or cfg.model
-    model = resolve_model(chosen)
+    model = resolve_model(chosen, base_url=base_url, project=directory)
     limits = cfg.limits.to_limits()
     if max_turns is not None:
         limits = replace(limits, max_turns=max_turns)
@@ -67,8 +72,8 @@ def _build_agent(
     )
 
 
-def _finish(result: RunResult) -> None:
-    print_summary(console, result)
+def _finish(result: RunResult, agent: Agent) -> None:
+    print_summary(console, result, agent.model)
     if result.status != "completed":
         console.print(f"[dim]continue with: xclaw resume {result.session_id}[/]")
     raise typer.Exit(EXIT_CODES[result.status])
@@ -80,13 +85,17 @@ def run(
     model: Annotated[str | None, typer.Option("--model", "-m", help="provider:model")] = None,
     approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="Endpoint of an OpenAI- or Anthropic-compatible gateway."),
+    ] = None,
 ) -> None:
     """Run the coding agent on a project (recorded as a session you can resume)."""
     try:
-        agent = _build_agent(directory, model, approval, max_turns)
+        agent = _build_agent(directory, model, approval, max_turns, base_url)
     except XclawError as err:
         fail(err)
-    _finish(asyncio.run(_drive(lambda control: agent.run(task, control=control))))
+    _finish(asyncio.run(_drive(agent, lambda control: agent.run(task, control=control))), agent)
 
 
 def resume(
@@ -107,6 +116,7 @@ def resume(
         ),
     ] = False,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url")] = None,
 ) -> None:
     """Continue a session after a crash, a stop or a pause, without redoing side effects."""
     try:
@@ -120,7 +130,7 @@ def resume(
                 hint="List sessions with `xclaw sessions`.",
             )
         spec = model or session.meta.get("model_spec")
-        agent = _build_agent(Path(session.root), spec, approval, max_turns)
+        agent = _build_agent(Path(session.root), spec, approval, max_turns, base_url)
     except XclawError as err:
         fail(err)
     choice: InterruptedChoice | None = (
@@ -132,12 +142,15 @@ def resume(
         if sys.stdin.isatty() and approval in (None, "ask")
         else None
     )
-    _finish(
-        asyncio.run(
+    try:
+        result = asyncio.run(
             _drive(
+                agent,
                 lambda control: agent.resume(
                     session_id, control=control, interrupted=choice, fresh_context=fresh
-                )
+                ),
             )
         )
-    )
+    except XclawError as err:  # the session cannot be resumed (finished, other root, ...)
+        fail(err)
+    _finish(result, agent)

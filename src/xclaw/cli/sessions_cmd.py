@@ -102,7 +102,8 @@ def status(
     if s.meta.get("last_reason"):
         console.print(f"last stop: {escape(str(s.meta['last_reason']))}")
     if s.pending:
-        console.print(f"[yellow]waiting for your decision:[/] {escape(json.dumps(s.pending))}")
+        decision = redact(json.dumps(s.pending, ensure_ascii=False))
+        console.print(f"[yellow]waiting for your decision:[/] {escape(decision)}")
     for proc in _processes(store, s.id):
         urls = " ".join(proc.get("detectedUrls") or [])
         console.print(f"process {proc.get('processId')} pid {proc.get('pid')} {urls}")
@@ -158,7 +159,7 @@ def rollback(
     if report.irreversible:
         console.print("[yellow]these side effects happened and were not undone:[/]")
         for e in report.irreversible:
-            args = escape(redact(json.dumps(e.arguments, ensure_ascii=False)[:100]))
+            args = escape(redact(json.dumps(e.arguments, ensure_ascii=False))[:100])
             console.print(f"  {e.step_id} {e.name} {args}")
     console.print(f"continue with: xclaw resume {session_id}")
 

@@ -20,9 +20,12 @@ from xclaw.coding.checkpoints import checkpoint_hook, checkpoint_text
 from xclaw.coding.gate import evidence_gate
 from xclaw.coding.prompt import SYSTEM_PROMPT, task_message
 from xclaw.coding.toolset import coding_registry
+from xclaw.context.budget import ContextBudget, budget_hook
+from xclaw.context.tokens import counter_for_model
+from xclaw.core.dispatch import emit
 from xclaw.core.errors import ConfigError
-from xclaw.core.events import EventBus
-from xclaw.core.hooks import Hooks
+from xclaw.core.events import EventBus, EventType
+from xclaw.core.hooks import BeforeModelCall, Hooks
 from xclaw.core.limits import Limits
 from xclaw.core.loop import LoopDeps, finish, run_loop
 from xclaw.core.messages import Message
@@ -32,6 +35,8 @@ from xclaw.core.resume import RESUME_REMINDER, InterruptedChoice, settle_pending
 from xclaw.core.state import RunControl, RunResult, RunState
 from xclaw.core.tooling import Approver
 from xclaw.dirs import run_output_dir
+from xclaw.models.fallback import FallbackModel, OnEvent
+from xclaw.models.info import model_info
 from xclaw.policy.approval import ModeApprover
 from xclaw.policy.engine import PolicyEngine
 from xclaw.store.base import SessionRecord, Store
@@ -66,6 +71,7 @@ class Agent:
         checkpoint_every: int = 10,
         keep_processes: KeepProcesses | None = None,
         model_spec: str | None = None,
+        context_budget: bool = True,
     ) -> None:
         root = Path(workdir).expanduser()
         if not root.is_dir():
@@ -91,6 +97,7 @@ class Agent:
         self.checkpoint_every = checkpoint_every
         self.keep_processes = keep_processes
         self.model_spec = model_spec
+        self.context_budget = context_budget
 
     async def run(
         self, task: str, *, control: RunControl | None = None, session_id: str | None = None
@@ -149,11 +156,12 @@ class Agent:
             turn=max((i.turn for i in items), default=0),
         )
         recorder.begin()
+        # From the whole history: a fresh context must not make a fake replay its script.
+        self.model.restore(state.messages)
         if len(messages) == 1:  # rewound to before the task itself
             state.append(Message.user(task_message(session.task, self.workdir)), "user_input")
         elif fresh_context:
             self._fresh_context(state, store, session)
-        self.model.restore(state.messages)
         workspace = Workspace(self.workdir, output_dir=run_output_dir(session_id))
         return await self._drive(state, workspace, settle=interrupted, resuming=not fresh_context)
 
@@ -216,7 +224,10 @@ class Agent:
         resuming: bool = False,
     ) -> RunResult:
         hooks = self.hooks.merged(
-            Hooks(after_tools=[checkpoint_hook(workspace, self.checkpoint_every)])
+            Hooks(
+                before_model_call=self._context_hooks(),
+                after_tools=[checkpoint_hook(workspace, self.checkpoint_every)],
+            )
         )
         deps = LoopDeps(
             self.model,
@@ -228,6 +239,7 @@ class Agent:
             hooks,
         )
         recorder = state.recorder
+        previous_listener = self._listen_to_failovers(deps, state)
         unsubscribe = self.bus.subscribe(recorder.event) if recorder is not NULL_RECORDER else None
         state.control.attach(asyncio.current_task())
         try:
@@ -240,10 +252,45 @@ class Agent:
             result = await run_loop(state, deps)
         finally:
             state.control.attach(None)
+            if isinstance(self.model, FallbackModel):
+                self.model.on_event = previous_listener
             if unsubscribe is not None:
                 unsubscribe()
             kept = await self._settle_processes(workspace)
         return replace(result, changed_files=list(workspace.changed_files), kept_processes=kept)
+
+    def _listen_to_failovers(self, deps: LoopDeps, state: RunState) -> OnEvent | None:
+        """Retries and failovers of a model chain become run events (the caller's listener
+        keeps working); returns the listener to restore afterwards."""
+        if not isinstance(self.model, FallbackModel):
+            return None
+        previous = self.model.on_event
+
+        def listener(rec: dict[str, Any]) -> None:
+            if previous is not None:
+                previous(rec)
+            kind: EventType = (
+                "model.failover" if rec.get("type") == "model.failover" else ("model.retry")
+            )
+            emit(deps, state, kind, **{k: v for k, v in rec.items() if k != "type"})
+
+        self.model.on_event = listener
+        return previous
+
+    def _context_hooks(self) -> list[BeforeModelCall]:
+        """Keep the conversation inside the model's window (known from its preset)."""
+        if not self.context_budget:
+            return []
+        info = model_info(self.model)
+        if info.profile is None:
+            return []
+        reserve = min(info.profile.max_output_tokens or 8_192, info.profile.context_window // 4)
+        budget = ContextBudget(
+            info.profile.context_window,
+            reserve_output=reserve + 4_000,  # the tool schemas travel with every request
+            counter=counter_for_model(info.name),
+        )
+        return [budget_hook(budget, self.model)]
 
     async def _settle_processes(self, workspace: Workspace) -> list[dict[str, Any]]:
         """Stop what the run started, unless the user chose to keep it running."""

@@ -39,6 +39,11 @@ def checkpoint_hook(workspace: Workspace, every: int) -> AfterTools:
     last = {"turn": 0}
 
     def hook(state: RunState, records: list[ToolCallRecord]) -> None:
+        compacted = state.extra.get("checkpoints") or []
+        for data in compacted[last.get("compacted", 0) :]:
+            if data.get("ok", True):
+                state.recorder.checkpoint(state, data)
+        last["compacted"] = len(compacted)
         if state.turn - last["turn"] >= every:
             last["turn"] = state.turn
             state.recorder.checkpoint(state, build_checkpoint(state, workspace))
@@ -52,6 +57,9 @@ def checkpoint_text(cp: Checkpoint) -> str:
     if cp.modified_files:
         lines.append("Modified files: " + ", ".join(cp.modified_files))
     for v in cp.verification:
+        if "check" in v:  # written by context compaction: free text from the summary
+            lines.append(f"Verification {v['check']}: {v.get('outcome', '')}")
+            continue
         words = " ".join(str(x) for x in v.get("command", []) if x)
         lines.append(f"Verification `{words}`: {'ok' if v.get('ok') else 'failed'}")
     if cp.open_items:

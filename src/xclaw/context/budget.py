@@ -17,14 +17,13 @@ never split from its result; the system prompt and the task are never touched.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from xclaw.context.compaction import ContextNote, compact, count_turns, truncation_note
 from xclaw.context.tokens import REPLY_PRIMING, TokenCounter, count_messages
 from xclaw.core.errors import ConfigError, LimitExceeded
-from xclaw.core.hooks import BeforeModelCall
 from xclaw.core.messages import Message, Part, ToolCallPart, ToolResult, ToolResultPart
 from xclaw.core.model import Model
 from xclaw.core.state import RunState, ToolCallRecord
@@ -114,11 +113,11 @@ class FitReport:
     tokens_after: int = 0
     pruned: int = 0
     removed_turns: int = 0
-    compaction: dict[str, Any] | None = None  # compact()'s record when a model was asked
+    compactions: list[dict[str, Any]] = field(default_factory=list)  # compact()'s records
 
     @property
     def changed(self) -> bool:
-        return bool(self.pruned or self.removed_turns or self.compaction)
+        return bool(self.pruned or self.removed_turns or self.compactions)
 
 
 def pruned_result(part: ToolResultPart) -> ToolResult:
@@ -266,7 +265,7 @@ class Trimmer:
                 max_summary_tokens=self.budget.summary_tokens,
                 max_input_tokens=max(self.budget.limit // 2, 1_024),
             )
-            self.report.compaction = record
+            self.report.compactions.append(record)
         messages[start:end] = replacement
         self.report.removed_turns += count_turns(removed)
 
@@ -303,8 +302,10 @@ def changed_files(records: Sequence[ToolCallRecord]) -> list[str]:
     return list(dict.fromkeys(p for p in paths if isinstance(p, str)))
 
 
-def budget_hook(budget: ContextBudget, model: Model | None = None) -> BeforeModelCall:
-    """A ``before_model_call`` hook keeping ``state.messages`` within ``budget``.
+def budget_hook(
+    budget: ContextBudget, model: Model | None = None
+) -> Callable[[RunState], Awaitable[None]]:
+    """A ``BeforeModelCall`` hook keeping ``state.messages`` within ``budget``.
 
     With ``model``, removed turns are summarised into a checkpoint that is appended to
     ``state.extra["checkpoints"]`` for the store; ``state.extra["context"]`` keeps counters.
@@ -328,15 +329,17 @@ def budget_hook(budget: ContextBudget, model: Model | None = None) -> BeforeMode
             return
         stats["pruned_results"] += report.pruned
         stats["removed_turns"] += report.removed_turns
-        record = report.compaction
-        if record is None:
-            return
-        if record["ok"]:
-            stats["compactions"] += 1
-            state.extra.setdefault("checkpoints", []).append(record)
-            state.add_usage(record.get("input_tokens"), record.get("output_tokens"))
-        else:
-            stats["compaction_failures"] += 1
-            stats["last_compaction_error"] = record["error"]
+        for record in report.compactions:
+            _record_compaction(state, stats, record)
 
     return fit_context
+
+
+def _record_compaction(state: RunState, stats: dict[str, Any], record: dict[str, Any]) -> None:
+    state.add_usage(record.get("input_tokens"), record.get("output_tokens"))
+    if record["ok"]:
+        stats["compactions"] += 1
+        state.extra.setdefault("checkpoints", []).append(record)
+    else:
+        stats["compaction_failures"] += 1
+        stats["last_compaction_error"] = record["error"]

@@ -113,7 +113,7 @@ class CachingCounter(ABC):
     """Shared message counting; subclasses say how to count text."""
 
     def __init__(self, cache: MessageCountCache | None = None) -> None:
-        self.cache = cache or MessageCountCache()
+        self.cache = cache if cache is not None else MessageCountCache()
 
     @property
     @abstractmethod

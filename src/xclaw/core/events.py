@@ -20,6 +20,7 @@ EventType = Literal[
     "model.streaming",
     "model.message_complete",
     "model.failover",
+    "model.retry",
     "protocol.invalid",
     "tool.proposed",
     "approval.required",

@@ -18,14 +18,13 @@ import base64
 import hashlib
 import json
 import random
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-import anthropic
 import httpx
-import openai
 
 from xclaw.core.errors import ModelError, ModelRequestRejected, ModelUnavailable, ProtocolViolation
 from xclaw.core.messages import ImagePart, ToolCallPart
@@ -49,9 +48,22 @@ __all__ = [
 
 _MESSAGE_LIMIT = 400
 _RETRYABLE_4XX = {408, 409, 425, 429}
-_TIMEOUTS = (openai.APITimeoutError, anthropic.APITimeoutError, httpx.TimeoutException)
-_CONNECTION = (openai.APIConnectionError, anthropic.APIConnectionError, httpx.TransportError)
-_SDK_ERRORS = (openai.APIError, anthropic.APIError)
+# SDK modules whose exception classes we recognise. Looked up in sys.modules rather than
+# imported: the SDKs take seconds to import, and an SDK never imported raised nothing.
+_SDK_MODULES = ("openai", "anthropic", "httpx2")
+
+
+def _sdk_classes(*names: str) -> tuple[type[BaseException], ...]:
+    found: list[type[BaseException]] = []
+    for module_name in _SDK_MODULES:
+        module = sys.modules.get(module_name)
+        for name in names:
+            cls = getattr(module, name, None) if module is not None else None
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                found.append(cls)
+    return tuple(found)
+
+
 _UNAVAILABLE_TYPES = {
     "rate_limit_error",
     "rate_limit_exceeded",
@@ -92,11 +104,11 @@ def _find_message(body: Any) -> str:
     return ""
 
 
-def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+def retry_after_seconds(headers: Any) -> float | None:
     """``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), if the server sent one."""
-    if not headers:
+    if headers is None or not hasattr(headers, "items"):
         return None
-    lowered = {k.lower(): v for k, v in headers.items()}
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
     try:
         if "retry-after-ms" in lowered:
             return max(0.0, float(lowered["retry-after-ms"]) / 1000)
@@ -159,8 +171,8 @@ def map_sdk_error(err: BaseException, *, provider: str, key_env: str | None = No
         return err
     status = getattr(err, "status_code", None)
     if isinstance(status, int):
-        response = getattr(err, "response", None)
-        headers = response.headers if isinstance(response, httpx.Response) else None
+        # SDKs differ in their HTTP library (openai uses an httpx fork): duck-type the headers
+        headers = getattr(getattr(err, "response", None), "headers", None)
         message = provider_message(getattr(err, "body", None), str(getattr(err, "message", err)))
         return error_for_status(
             status,
@@ -169,19 +181,23 @@ def map_sdk_error(err: BaseException, *, provider: str, key_env: str | None = No
             retry_after_s=retry_after_seconds(headers),
             key_env=key_env,
         )
-    if isinstance(err, _TIMEOUTS):
+    if isinstance(
+        err, (httpx.TimeoutException, *_sdk_classes("APITimeoutError", "TimeoutException"))
+    ):
         return ModelUnavailable(
             f"{provider} did not answer in time.",
             code="MODEL_TIMEOUT",
             hint="Retry, raise the timeout, or add a fallback model.",
         )
-    if isinstance(err, _CONNECTION):
+    if isinstance(
+        err, (httpx.TransportError, *_sdk_classes("APIConnectionError", "TransportError"))
+    ):
         return ModelUnavailable(
             f"the connection to {provider} failed or dropped ({type(err).__name__}).",
             code="MODEL_CONNECTION_FAILED",
             hint="Check the base URL and that the server is running.",
         )
-    if isinstance(err, _SDK_ERRORS):
+    if isinstance(err, _sdk_classes("APIError")):
         return stream_error(getattr(err, "body", None) or str(err), provider=provider)
     return ModelError(
         f"{provider} client failed: {redact(str(err))[:_MESSAGE_LIMIT]}", code="MODEL_ERROR"

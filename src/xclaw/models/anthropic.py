@@ -7,12 +7,14 @@ assistant message: with thinking on, a tool-use turn without its thinking is ref
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 import anthropic
+import httpx2
 
+from xclaw.core.errors import ModelError
 from xclaw.core.messages import (
     ImagePart,
     Message,
@@ -40,13 +42,18 @@ from xclaw.models._http import (
     map_sdk_error,
     parse_tool_arguments,
     settle_call_ids,
+    stream_error,
     stream_incomplete,
 )
+from xclaw.models.presets import Capabilities, Preset
 
 __all__ = ["AnthropicModel"]
 
 PROVIDER = "anthropic"
 DEFAULT_MAX_TOKENS = 8192
+MIN_THINKING_BUDGET = 1024
+IMAGE_OMITTED = "[an image was omitted: this model cannot read images]"
+_EFFORT_BUDGETS = {"low": 2048, "medium": 8192, "high": 16384}
 
 _STOP_REASONS = {
     "end_turn": "stop",
@@ -67,13 +74,16 @@ class AnthropicModel(Model):
         *,
         base_url: str,
         api_key: str | None,
-        preset: Any = None,
+        preset: Preset | None = None,
         stream: bool = True,
         timeout_s: float = 600.0,
     ) -> None:
         self.model = model
-        self.name = f"anthropic:{model}"
         self.preset = preset
+        # Without a preset nothing is known about the model, so nothing is held back.
+        self.profile = preset.profile(model) if preset else Capabilities(vision=True)
+        self.label = preset.name if preset else "anthropic"  # names it in errors
+        self.name = f"{self.label}:{model}"
         self.stream = stream
         # A placeholder key keeps the SDK from looking for credentials on its own (environment,
         # profiles): which key a provider uses is the resolver's decision. Retries are ours.
@@ -82,6 +92,7 @@ class AnthropicModel(Model):
             base_url=base_url,
             timeout=timeout_s,
             max_retries=0,
+            default_headers=preset.headers if preset and preset.headers else None,
         )
 
     async def aclose(self) -> None:
@@ -103,40 +114,50 @@ class AnthropicModel(Model):
                     for ev in decoder.feed(event):
                         yield ev
             if not decoder.stopped:
-                raise stream_incomplete("Anthropic")
-        except anthropic.APIError as err:
-            raise map_sdk_error(err, provider="Anthropic") from None
+                raise stream_incomplete(self.label)
+        except (anthropic.AnthropicError, httpx2.HTTPError) as err:
+            key_env = self.preset.key_env if self.preset else None
+            raise anthropic_error(err, self.label, key_env) from None
 
     def request_body(self, request: ModelRequest, names: ToolNames) -> dict[str, Any]:
         """The keyword arguments for ``messages.create`` (everything but ``stream``)."""
-        system, messages = anthropic_messages(request.messages, names)
-        max_tokens = int(request.settings.get("max_tokens") or _preset_max_tokens(self.preset))
+        system, messages = anthropic_messages(request.messages, names, vision=self.profile.vision)
+        settings = request.settings
+        max_tokens = int(
+            settings.get("max_tokens") or self.profile.max_output_tokens or DEFAULT_MAX_TOKENS
+        )
         body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
         if system:
             body["system"] = system
-        if request.tools:
+        if request.tools and self.profile.tools:
             body["tools"] = [anthropic_tool(spec, names) for spec in request.tools]
-        budget = _thinking_budget(self.preset, max_tokens)
+        budget = thinking_budget(settings, max_tokens) if self.profile.reasoning else None
         if budget:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        if "temperature" in request.settings:
-            body["temperature"] = request.settings["temperature"]
+        for key in ("temperature", "top_p"):
+            if key in settings:
+                body[key] = settings[key]
         return body
 
 
-def _preset_max_tokens(preset: Any) -> int:
-    value = getattr(preset, "max_tokens", None)
-    return value if isinstance(value, int) and value > 0 else DEFAULT_MAX_TOKENS
+def anthropic_error(err: Exception, provider: str, key_env: str | None = None) -> ModelError:
+    """The SDK reports an ``error`` event inside a stream as a status error that carries the
+    stream's 200; classify it by the error object, the way ``stream_error`` does."""
+    if isinstance(err, anthropic.APIStatusError) and err.status_code < 400:
+        return stream_error(err.body, provider=provider)
+    return map_sdk_error(err, provider=provider, key_env=key_env)
 
 
-def _thinking_budget(preset: Any, max_tokens: int) -> int | None:
-    """Thinking tokens for a reasoning preset: at least the API minimum (1024), below max."""
-    if not getattr(preset, "reasoning", False):
+def thinking_budget(settings: Mapping[str, Any], max_tokens: int) -> int | None:
+    """Thinking is opt-in (it costs tokens and time): ``thinking_budget`` in tokens, or a
+    ``reasoning_effort`` word. The API wants at least 1024 and less than ``max_tokens``."""
+    wanted = settings.get("thinking_budget") or _EFFORT_BUDGETS.get(
+        str(settings.get("reasoning_effort"))
+    )
+    if not wanted:
         return None
-    wanted = getattr(preset, "thinking_budget", None)
-    budget = wanted if isinstance(wanted, int) else max_tokens // 2
-    budget = min(max(budget, 1024), max_tokens - 1)
-    return budget if budget >= 1024 else None
+    budget = min(max(int(wanted), MIN_THINKING_BUDGET), max_tokens - 1)
+    return budget if budget >= MIN_THINKING_BUDGET else None
 
 
 # -- request --------------------------------------------------------------------------------
@@ -151,7 +172,7 @@ def anthropic_tool(spec: ToolSpec, names: ToolNames) -> dict[str, Any]:
 
 
 def anthropic_messages(
-    messages: Sequence[Message], names: ToolNames
+    messages: Sequence[Message], names: ToolNames, *, vision: bool = True
 ) -> tuple[str, list[dict[str, Any]]]:
     """System text, and the conversation as alternating user/assistant content blocks.
 
@@ -166,7 +187,7 @@ def anthropic_messages(
                 system.append(msg.text)
             continue
         role = "assistant" if msg.role == "assistant" else "user"
-        blocks = _blocks(msg.parts, names, assistant=role == "assistant")
+        blocks = _blocks(msg.parts, names, assistant=role == "assistant", vision=vision)
         if not blocks:
             continue  # the API refuses empty content
         if out and out[-1]["role"] == role:
@@ -176,11 +197,15 @@ def anthropic_messages(
     return "\n\n".join(system), out
 
 
-def _blocks(parts: Sequence[Part], names: ToolNames, *, assistant: bool) -> list[dict[str, Any]]:
+def _blocks(
+    parts: Sequence[Part], names: ToolNames, *, assistant: bool, vision: bool
+) -> list[dict[str, Any]]:
     thinking: list[dict[str, Any]] = []
     rest: list[dict[str, Any]] = []
     for part in parts:
         block = _block(part, names)
+        if block is not None and block["type"] == "image" and not vision:
+            block = {"type": "text", "text": IMAGE_OMITTED}
         if block is None:
             continue
         if block["type"] in ("thinking", "redacted_thinking"):
@@ -239,7 +264,7 @@ def _thinking_block(part: ReasoningPart) -> dict[str, Any] | None:
 class _Block:
     kind: str
     text: list[str] = field(default_factory=list)  # text, thinking, or tool input JSON
-    signature: str = ""
+    signature: str = ""  # a thinking signature, or a redacted_thinking block's data
     call_id: str = ""
     name: str = ""
     start_input: Any = None

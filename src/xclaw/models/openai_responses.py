@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, assert_never
 
+import httpx2
 import openai
 
 from xclaw.core.errors import ModelError, ModelRequestRejected
@@ -44,10 +45,12 @@ from xclaw.models._http import (
     stream_error,
     stream_incomplete,
 )
+from xclaw.models.presets import Capabilities, Preset
 
 __all__ = ["OpenAIResponsesModel"]
 
 PROVIDER = "openai"
+IMAGE_OMITTED = "[an image was omitted: this model cannot read images]"
 
 # Error codes a failed response carries that a retry (or another provider) can fix.
 _TRANSIENT_CODES = {"server_error", "rate_limit_exceeded", "vector_store_timeout"}
@@ -62,13 +65,16 @@ class OpenAIResponsesModel(Model):
         *,
         base_url: str,
         api_key: str | None,
-        preset: Any = None,
+        preset: Preset | None = None,
         stream: bool = True,
         timeout_s: float = 600.0,
     ) -> None:
         self.model = model
-        self.name = f"openai-responses:{model}"
         self.preset = preset
+        # Without a preset nothing is known about the model, so nothing is held back.
+        self.profile = preset.profile(model) if preset else Capabilities(vision=True)
+        self.label = preset.name if preset else "openai-responses"  # names it in errors
+        self.name = f"{self.label}:{model}"
         self.stream = stream
         # A placeholder key keeps the SDK from reading OPENAI_API_KEY on its own: which key a
         # provider uses is the resolver's decision. Retries and failover are ours: max_retries=0.
@@ -77,6 +83,7 @@ class OpenAIResponsesModel(Model):
             base_url=base_url,
             timeout=timeout_s,
             max_retries=0,
+            default_headers=preset.headers if preset and preset.headers else None,
         )
 
     async def aclose(self) -> None:
@@ -85,7 +92,7 @@ class OpenAIResponsesModel(Model):
     async def respond(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         names = ToolNames(spec.name for spec in request.tools)
         body = self.request_body(request, names)
-        decoder = ResponsesDecoder(names)
+        decoder = ResponsesDecoder(names, self.label)
         try:
             if not self.stream:
                 response = await self._client.responses.create(**body)
@@ -98,36 +105,29 @@ class OpenAIResponsesModel(Model):
                     for ev in decoder.feed(event):
                         yield ev
             decoder.end_of_stream()
-        except openai.APIError as err:
-            raise map_sdk_error(err, provider="OpenAI Responses") from None
+        except (openai.OpenAIError, httpx2.HTTPError) as err:
+            key_env = self.preset.key_env if self.preset else None
+            raise map_sdk_error(err, provider=self.label, key_env=key_env) from None
 
     def request_body(self, request: ModelRequest, names: ToolNames) -> dict[str, Any]:
         """The keyword arguments for ``responses.create`` (everything but ``stream``)."""
-        instructions, items = responses_input(request.messages, names)
+        instructions, items = responses_input(request.messages, names, vision=self.profile.vision)
         body: dict[str, Any] = {"model": self.model, "input": items, "store": False}
         if instructions:
             body["instructions"] = instructions
-        if request.tools:
+        if request.tools and self.profile.tools:
             body["tools"] = [responses_tool(spec, names) for spec in request.tools]
-        if _preset_reasons(self.preset):
+        if self.profile.reasoning:
             # Without server-side state, reasoning survives between turns only encrypted.
             body["include"] = ["reasoning.encrypted_content"]
-            body["reasoning"] = {"summary": "auto"}
-        max_tokens = request.settings.get("max_tokens") or _preset_max_tokens(self.preset)
-        if max_tokens:
-            body["max_output_tokens"] = int(max_tokens)
-        if "temperature" in request.settings:
-            body["temperature"] = request.settings["temperature"]
+            effort = request.settings.get("reasoning_effort")
+            body["reasoning"] = {"summary": "auto", **({"effort": effort} if effort else {})}
+        if "max_tokens" in request.settings:
+            body["max_output_tokens"] = request.settings["max_tokens"]
+        for key in ("temperature", "top_p", "parallel_tool_calls"):
+            if key in request.settings:
+                body[key] = request.settings[key]
         return body
-
-
-def _preset_reasons(preset: Any) -> bool:
-    return bool(getattr(preset, "reasoning", False))
-
-
-def _preset_max_tokens(preset: Any) -> int | None:
-    value = getattr(preset, "max_tokens", None)
-    return value if isinstance(value, int) else None
 
 
 # -- request --------------------------------------------------------------------------------
@@ -145,7 +145,7 @@ def responses_tool(spec: ToolSpec, names: ToolNames) -> dict[str, Any]:
 
 
 def responses_input(
-    messages: Sequence[Message], names: ToolNames
+    messages: Sequence[Message], names: ToolNames, *, vision: bool = True
 ) -> tuple[str, list[dict[str, Any]]]:
     """System messages become ``instructions``; everything else becomes input items."""
     instructions: list[str] = []
@@ -155,15 +155,15 @@ def responses_input(
             if msg.text:
                 instructions.append(msg.text)
             continue
-        items.extend(_message_items(msg, names))
+        items.extend(_message_items(msg, names, vision))
     return "\n\n".join(instructions), items
 
 
-def _message_items(msg: Message, names: ToolNames) -> Iterator[dict[str, Any]]:
+def _message_items(msg: Message, names: ToolNames, vision: bool) -> Iterator[dict[str, Any]]:
     content: list[dict[str, Any]] = []  # adjacent text/image parts share one message item
     for part in msg.parts:
         if isinstance(part, TextPart | ImagePart):
-            block = _content_block(part, msg.role)
+            block = _content_block(part, msg.role, vision)
             if block is not None:
                 content.append(block)
             continue
@@ -177,7 +177,7 @@ def _message_items(msg: Message, names: ToolNames) -> Iterator[dict[str, Any]]:
         yield _content_message(msg.role, content)
 
 
-def _content_block(part: TextPart | ImagePart, role: str) -> dict[str, Any] | None:
+def _content_block(part: TextPart | ImagePart, role: str, vision: bool) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
         if not part.text:
             return None
@@ -186,6 +186,8 @@ def _content_block(part: TextPart | ImagePart, role: str) -> dict[str, Any] | No
         return {"type": "input_text", "text": part.text}
     if role == "assistant":
         return None  # the API takes no images from the assistant
+    if not vision:
+        return {"type": "input_text", "text": IMAGE_OMITTED}
     return {"type": "input_image", "image_url": data_url(part)}
 
 
@@ -240,8 +242,9 @@ class ResponsesDecoder:
     across the whole reply before the loop sees any of them.
     """
 
-    def __init__(self, names: ToolNames) -> None:
+    def __init__(self, names: ToolNames, label: str = "openai-responses") -> None:
         self.names = names
+        self.label = label
         self.pending: dict[str, list[str]] = {}  # function_call item id -> argument fragments
         self.finished_items: set[str] = set()
         self.calls: list[ToolCallPart] = []
@@ -270,18 +273,18 @@ class ResponsesDecoder:
             self.ended = True
             yield from self.final(event.response)
         elif kind == "response.failed":
-            raise failure_error(getattr(event.response, "error", None))
+            raise failure_error(getattr(event.response, "error", None), self.label)
         elif kind == "error":
-            raise failure_error(event)
+            raise failure_error(event, self.label)
 
     def end_of_stream(self) -> None:
         if not self.ended:
-            raise stream_incomplete("OpenAI Responses")
+            raise stream_incomplete(self.label)
 
     def final(self, response: Any) -> Iterator[ModelEvent]:
         """Whatever the stream has not delivered yet, the tool calls, usage, the stop reason."""
         if getattr(response, "status", None) == "failed":
-            raise failure_error(getattr(response, "error", None))
+            raise failure_error(getattr(response, "error", None), self.label)
         streamed_text = bool(self.text)
         for item in getattr(response, "output", None) or []:
             if getattr(item, "type", "") != "message":
@@ -363,18 +366,18 @@ def _usage(usage: Any) -> Usage | None:
     )
 
 
-def failure_error(error: Any) -> ModelError:
+def failure_error(error: Any, provider: str) -> ModelError:
     """A failed response or an ``error`` event. The Responses API names the fault in ``code``:
     a few codes are worth a retry, the rest describe a request that cannot succeed."""
     code = str(getattr(error, "code", None) or "")
     message = getattr(error, "message", None) or "the response failed"
     if code and code not in _TRANSIENT_CODES:
         return ModelRequestRejected(
-            f"OpenAI Responses refused the request ({code}): {provider_message(message)}",
+            f"{provider} refused the request ({code}): {provider_message(message)}",
             code="MODEL_REQUEST_REJECTED",
             hint="The provider refused this request; try another model or fewer tools.",
         )
     return stream_error(
         {"error": {"type": code or "server_error", "message": message}},
-        provider="OpenAI Responses",
+        provider=provider,
     )

@@ -1,22 +1,97 @@
-"""Turn a ``--model`` spec (``provider:model``) into a ``Model``."""
+"""Turn a ``--model`` spec into a ``Model``.
+
+    scripted:PATH               a script of turns (no network)
+    PROVIDER:MODEL              any preset (``xclaw models list``), e.g. deepseek:deepseek-chat
+    openai-compatible:MODEL     a gateway at --base-url / $XCLAW_BASE_URL, key $XCLAW_API_KEY
+    anthropic-compatible:MODEL  the same for the Anthropic Messages format
+    A:X,B:Y                     a fallback chain: B answers when A is down
+
+Every API model is wrapped in a ``FallbackModel`` (a chain of one when there is no comma),
+because retries with backoff live there and the SDKs' own retries are off.
+"""
 
 from __future__ import annotations
 
+import importlib
+import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from xclaw.core.errors import ConfigError
 from xclaw.core.model import Model
+from xclaw.models.fallback import FallbackModel
+from xclaw.models.presets import Preset, get_preset, list_presets, lookup_key
 from xclaw.models.scripted import ScriptedModel
 
+__all__ = ["MODEL_HELP", "list_presets", "resolve_chain", "resolve_model", "resolve_one"]
+
 MODEL_HELP = (
-    "Set one with --model scripted:PATH (a script of turns), XCLAW_MODEL, "
-    "or 'model:' in xclaw.yaml."
+    "Set one with --model provider:model (see `xclaw models list`), --model scripted:PATH "
+    "(a script of turns), XCLAW_MODEL, or 'model:' in xclaw.yaml."
 )
 
+# Where each wire API's adapter lives; imported only when a spec needs it.
+_ADAPTERS = {
+    "openai_chat": ("xclaw.models.openai_chat", "OpenAIChatModel"),
+    "openai_responses": ("xclaw.models.openai_responses", "OpenAIResponsesModel"),
+    "anthropic": ("xclaw.models.anthropic", "AnthropicModel"),
+}
 
-def resolve_model(spec: str | None) -> Model:
-    if not spec:
+
+def resolve_model(
+    spec: str | None,
+    *,
+    base_url: str | None = None,
+    env: Mapping[str, str] | None = None,
+    project: Path | None = None,
+    stream: bool = True,
+    timeout_s: float = 600.0,
+) -> Model:
+    """The model for ``spec``. ``base_url`` overrides the preset's; keys come from ``env``
+    (default: the process environment), then from ``project/.env`` (default: the cwd)."""
+    chain = resolve_chain(
+        spec, base_url=base_url, env=env, project=project, stream=stream, timeout_s=timeout_s
+    )
+    if len(chain) == 1 and isinstance(chain[0], ScriptedModel):
+        return chain[0]
+    return FallbackModel(chain)
+
+
+def resolve_chain(
+    spec: str | None,
+    *,
+    base_url: str | None = None,
+    env: Mapping[str, str] | None = None,
+    project: Path | None = None,
+    stream: bool = True,
+    timeout_s: float = 600.0,
+) -> list[Model]:
+    """Each model of a comma-separated chain, in order."""
+    if not spec or not spec.strip():
         raise ConfigError("No model is configured.", code="MODEL_NOT_CONFIGURED", hint=MODEL_HELP)
+    items = [s.strip() for s in spec.split(",")] if not spec.startswith("scripted:") else [spec]
+    if any(not s for s in items):
+        raise ConfigError(
+            f"Model spec {spec!r} has an empty entry.", code="MODEL_SPEC_INVALID", hint=MODEL_HELP
+        )
+    return [
+        resolve_one(
+            item, base_url=base_url, env=env, project=project, stream=stream, timeout_s=timeout_s
+        )
+        for item in items
+    ]
+
+
+def resolve_one(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    env: Mapping[str, str] | None = None,
+    project: Path | None = None,
+    stream: bool = True,
+    timeout_s: float = 600.0,
+) -> Model:
     provider, sep, rest = spec.partition(":")
     if not sep or not rest:
         raise ConfigError(
@@ -25,17 +100,85 @@ def resolve_model(spec: str | None) -> Model:
             hint=MODEL_HELP,
         )
     if provider == "scripted":
-        path = Path(rest).expanduser()
-        if not path.is_file():
-            raise ConfigError(
-                f"Script file {path} does not exist.",
-                code="MODEL_SPEC_INVALID",
-                hint="Point scripted: at a .yaml or .jsonl script.",
-            )
-        return ScriptedModel.from_file(path)
-    raise ConfigError(
-        f"Provider {provider!r} is not available in this build; API providers arrive with the "
-        "model layer.",
-        code="MODEL_PROVIDER_UNKNOWN",
-        hint=MODEL_HELP,
+        return _scripted(rest)
+    preset = get_preset(provider)
+    if preset is None:
+        known = ", ".join(p.name for p in list_presets())
+        raise ConfigError(
+            f"Unknown provider {provider!r}.",
+            code="MODEL_PROVIDER_UNKNOWN",
+            hint=f"Use one of: scripted, {known}.",
+        )
+    environ = os.environ if env is None else env
+    url = _base_url(preset, base_url, environ)
+    key = lookup_key(preset, env=environ, project=project if project is not None else Path.cwd())
+    kwargs: dict[str, Any] = {
+        "base_url": url,
+        "api_key": key,
+        "preset": preset,
+        "stream": stream,
+        "timeout_s": timeout_s,
+    }
+    if preset.auth == "copilot":
+        kwargs["credentials"] = _copilot_credentials(preset, key, url, timeout_s)
+    model: Model = _adapter(preset)(rest, **kwargs)
+    return model
+
+
+def _scripted(rest: str) -> Model:
+    path = Path(rest).expanduser()
+    if not path.is_file():
+        raise ConfigError(
+            f"Script file {path} does not exist.",
+            code="MODEL_SPEC_INVALID",
+            hint="Point scripted: at a .yaml or .jsonl script.",
+        )
+    return ScriptedModel.from_file(path)
+
+
+def _base_url(preset: Preset, explicit: str | None, environ: Mapping[str, str]) -> str:
+    url = explicit or (environ.get(preset.base_url_env) if preset.base_url_env else None)
+    url = url or preset.base_url
+    if not url:
+        raise ConfigError(
+            f"{preset.name} needs a base URL.",
+            code="MODEL_BASE_URL_MISSING",
+            hint=f"Pass --base-url or set ${preset.base_url_env or 'XCLAW_BASE_URL'}.",
+        )
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"Base URL {url!r} must start with http:// or https://.",
+            code="MODEL_BASE_URL_INVALID",
+            hint="Give the full URL, e.g. http://127.0.0.1:8000/v1.",
+        )
+    return url.rstrip("/")
+
+
+def _adapter(preset: Preset) -> Any:
+    module_name, class_name = _ADAPTERS[preset.api]
+    try:
+        return getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError):
+        raise ConfigError(
+            f"The {preset.api} adapter ({module_name}) is not available in this build.",
+            code="MODEL_PROVIDER_UNAVAILABLE",
+            hint="Choose a provider that speaks openai_chat (xclaw models list).",
+        ) from None
+
+
+def _copilot_credentials(preset: Preset, token: str | None, url: str, timeout_s: float) -> Any:
+    from xclaw.models.copilot import CopilotToken
+
+    if not token or not preset.token_url:
+        raise ConfigError(
+            "Copilot needs a GitHub token.",
+            code="MODEL_KEY_MISSING",
+            hint=f"export {preset.key_env}=...",
+        )
+    return CopilotToken(
+        token,
+        token_url=preset.token_url,
+        default_base_url=url,
+        headers=preset.headers,
+        timeout_s=min(timeout_s, 30.0),
     )

@@ -264,14 +264,15 @@ class SessionRecorder:
         )
 
     def checkpoint(self, state: RunState, data: dict[str, Any]) -> None:
+        clean = redact_json(data)
         self.batch.checkpoints.append(
             Checkpoint(
                 state.turn,
                 time.time(),
-                str(data.get("goal", state.task)),
-                list(data.get("modified_files", [])),
-                list(data.get("verification", [])),
-                list(data.get("open_items", [])),
+                str(clean.get("goal", redact(state.task))),
+                list(clean.get("modified_files", [])),
+                list(clean.get("verification", [])),
+                list(clean.get("open_items", [])),
             )
         )
 

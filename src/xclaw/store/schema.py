@@ -1,14 +1,23 @@
-"""The store's tables in SQLAlchemy Core, and the versioned migrations that create them.
+"""The store's tables in SQLAlchemy Core, the versioned migrations that create them, how
+records map to rows, and the portable queries behind fork — shared by every SQL backend.
 
 Portable types only (String, Text, Integer, Float, Boolean) and JSON kept as TEXT, so the same
 schema runs on SQLite now and PostgreSQL later. Step numbers (``s0042`` → 42) are stored next
 to the ids so rollback and fork are plain range queries.
+
+The hot tables have no secondary indexes: every index is one more page written per commit,
+and the reads that would use one (rollback, fork, step order) scan a single session's rows
+through the primary key prefix anyway.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
 
 from sqlalchemy import (
     Boolean,
@@ -19,15 +28,26 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Row,
     String,
     Table,
     Text,
+    bindparam,
     func,
     insert,
     select,
 )
 
 from xclaw.core.errors import ConfigError
+from xclaw.store.base import (
+    LEDGER_ORDER,
+    Checkpoint,
+    EventRecord,
+    LedgerEntry,
+    SessionRecord,
+    StepRecord,
+    TranscriptItem,
+)
 
 metadata = MetaData()
 
@@ -69,7 +89,6 @@ items = Table(
     Column("turn", Integer, nullable=False),
     Column("payload", Text, nullable=False),  # JSON: one Responses item
     Column("created_at", Float, nullable=False),
-    sqlite_with_rowid=False,
 )
 
 steps = Table(
@@ -90,7 +109,6 @@ steps = Table(
     Column("error", Text),
     Column("tokens_in", Integer),
     Column("tokens_out", Integer),
-    sqlite_with_rowid=False,
 )
 
 ledger = Table(
@@ -110,7 +128,6 @@ ledger = Table(
     Column("risk", String, nullable=False),
     Column("result", Text),  # JSON or NULL
     Column("updated_at", Float, nullable=False),
-    sqlite_with_rowid=False,
 )
 
 events = Table(
@@ -123,7 +140,7 @@ events = Table(
     Column("call_id", String),
     Column("payload", Text, nullable=False),  # JSON object
     Column("ts", Float, nullable=False),
-    sqlite_with_rowid=False,
+    sqlite_with_rowid=False,  # small append-only rows: one b-tree, one page per commit
 )
 
 checkpoints = Table(
@@ -199,12 +216,17 @@ def migrate(conn: Connection, *, known: dict[int, Migration] | None = None) -> i
 # -- records ↔ rows: JSON columns are TEXT (json.dumps, ensure_ascii=False) -----------------
 
 
-def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+_STEP_ID = re.compile(r"s(\d+)")
+_SESSION_FIELDS = frozenset(f.name for f in fields(SessionRecord)) - {"id"}
+_JSON_SESSION_FIELDS = frozenset({"meta", "pending"})
+
+
+# json.dumps builds a new encoder per call when given any option; reuse one instead.
+dumps: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def dumps_opt(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
+    return None if value is None else dumps(value)
 
 
 def loads_opt(text: str | None) -> Any:
@@ -379,3 +401,62 @@ def checkpoint_row(sid: str, cp: Checkpoint) -> dict[str, Any]:
     }
 
 
+# -- rollback / fork: portable queries on one session ---------------------------------------
+
+
+def find_step(conn: Connection, session_id: str, step_id: str) -> tuple[int, int]:
+    row = conn.execute(
+        select(steps.c.number, steps.c.turn).where(
+            steps.c.session_id == session_id, steps.c.step_id == step_id
+        )
+    ).first()
+    if row is None:
+        raise KeyError(f"{session_id}/{step_id}")
+    return int(row.number), int(row.turn)
+
+
+def copy_rows_up_to(
+    conn: Connection, table: Any, step_col: Any, session_id: str, number: int, new_id: str
+) -> None:
+    """Copy a session's rows up to step ``number`` as-is (JSON text included) to ``new_id``."""
+    rest = [c for c in table.c if c.name != "session_id"]
+    source = select(bindparam("new_id", new_id), *rest).where(
+        table.c.session_id == session_id, step_col <= number
+    )
+    conn.execute(insert(table).from_select(["session_id", *(c.name for c in rest)], source))
+
+
+def copy_latest_checkpoint(conn: Connection, session_id: str, turn: int, new_id: str) -> None:
+    c = checkpoints.c
+    rest = [c.turn, c.created_at, c.goal, c.modified_files, c.verification, c.open_items]
+    source = (
+        select(bindparam("new_id", new_id), *rest)
+        .where(c.session_id == session_id, c.turn <= turn)
+        .order_by(c.turn.desc(), c.id.desc())
+        .limit(1)
+    )
+    names = ["session_id", *(col.name for col in rest)]
+    conn.execute(insert(checkpoints).from_select(names, source))
+
+
+def copy_session_for_fork(
+    conn: Connection, session_id: str, step_id: str, new_id: str, now: float
+) -> None:
+    """A new ``init`` session row carrying the parent's root, task, model, title and meta."""
+    src = sessions.c
+    head = select(
+        bindparam("new_id", new_id),
+        src.root,
+        src.task,
+        src.model,
+        bindparam("f_state", "init"),
+        bindparam("f_phase", "FORKED"),
+        bindparam("f_created", now),
+        bindparam("f_updated", now),
+        src.id,
+        bindparam("f_step", step_id),
+        src.title,
+        src.meta,
+    ).where(src.id == session_id)
+    names = [c.name for c in sessions.c if c.name != "pending"]
+    conn.execute(insert(sessions).from_select(names, head))

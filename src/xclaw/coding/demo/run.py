@@ -10,6 +10,7 @@ from xclaw.coding.agent import Agent
 from xclaw.core.events import EventBus
 from xclaw.core.state import RunResult
 from xclaw.models.scripted import ScriptedModel, load_script
+from xclaw.models.text.model import TextProtocolModel
 
 DEMO_TASK = (
     "Create a small multi-page website in this empty folder with a build step. Build it, "
@@ -31,8 +32,12 @@ def prepare_dir(directory: Path | None) -> Path:
     return directory
 
 
-async def run_demo(directory: Path, bus: EventBus) -> tuple[RunResult, ScriptedModel]:
-    model = ScriptedModel(load_script(script_path()), name="scripted demo")
+async def run_demo(
+    directory: Path, bus: EventBus, model: ScriptedModel | TextProtocolModel | None = None
+) -> tuple[RunResult, ScriptedModel | TextProtocolModel]:
+    """Run the demo task; ``model`` replaces the native scripted model (e.g. the XML one)."""
+    if model is None:
+        model = ScriptedModel(load_script(script_path()), name="scripted demo")
     agent = Agent(model, directory, approval="deny", bus=bus)
     result = await agent.run(DEMO_TASK)
     return result, model

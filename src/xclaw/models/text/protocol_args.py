@@ -9,6 +9,7 @@ problem reported back to the model; nothing is guessed.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -51,30 +52,7 @@ class _Converter:
         self.problems.append(f"{path or '<args>'}: {problem}")
 
     def resolve(self, schema: Any) -> dict[str, Any]:
-        for _ in range(_MAX_DEPTH):
-            if not isinstance(schema, dict):
-                return {}
-            ref = schema.get("$ref")
-            if isinstance(ref, str):
-                schema = self._lookup(ref)
-                continue
-            all_of = schema.get("allOf")
-            if isinstance(all_of, list) and len(all_of) == 1:
-                merged = {k: v for k, v in schema.items() if k != "allOf"}
-                schema = {**self.resolve(all_of[0]), **merged}
-                continue
-            return schema
-        return {}
-
-    def _lookup(self, ref: str) -> Any:
-        node: Any = self.root
-        if not ref.startswith("#"):
-            return {}
-        for key in filter(None, ref[1:].split("/")):
-            if not isinstance(node, dict):
-                return {}
-            node = node.get(key, {})
-        return node
+        return resolve_schema(schema, self.root)
 
     def convert(self, node: Node, schema: Any, path: str, depth: int) -> Any:
         if depth > _MAX_DEPTH:
@@ -144,13 +122,17 @@ class _Converter:
         if node.has_text():
             self.fail(path, "is a list: put each value in its own <item> element")
             return []
-        items = schema.get("items", {})
+        items = self.resolve(schema.get("items", {}))
+        # Plain item schemas skip the union machinery: long lists must stay fast.
+        plain = alternatives(items) == [items]
         out: list[Any] = []
         for i, child in enumerate(node.children):
             if child.tag != "item":
                 self.fail(f"{path}.{child.tag}", "list values must be <item> elements")
-                continue
-            out.append(self.convert(child, items, f"{path}[{i}]", depth + 1))
+            elif plain:
+                out.append(self.convert_one(child, items, f"{path}[{i}]", depth + 1))
+            else:
+                out.append(self.convert(child, items, f"{path}[{i}]", depth + 1))
         return out
 
     def convert_object(self, node: Node, schema: dict[str, Any], path: str, depth: int) -> Any:
@@ -184,6 +166,35 @@ class _Converter:
                 self.fail(f"{path}.{name}" if path else str(name), "is required but missing")
 
 
+def resolve_schema(schema: Any, root: dict[str, Any]) -> dict[str, Any]:
+    """Follow ``$ref`` (local ``#/...`` only) and single-entry ``allOf`` wrappers."""
+    for _ in range(_MAX_DEPTH):
+        if not isinstance(schema, dict):
+            return {}
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            schema = {**_lookup(root, ref), **{k: v for k, v in schema.items() if k != "$ref"}}
+            continue
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list) and len(all_of) == 1:
+            rest = {k: v for k, v in schema.items() if k != "allOf"}
+            schema = {**resolve_schema(all_of[0], root), **rest}
+            continue
+        return schema
+    return {}
+
+
+def _lookup(root: dict[str, Any], ref: str) -> dict[str, Any]:
+    node: Any = root
+    if not ref.startswith("#"):
+        return {}
+    for key in filter(None, ref[1:].split("/")):
+        if not isinstance(node, dict):
+            return {}
+        node = node.get(key, {})
+    return node if isinstance(node, dict) else {}
+
+
 def alternatives(schema: dict[str, Any]) -> list[dict[str, Any]]:
     """The non-null branches of a union (``anyOf``/``oneOf``/type list), or the schema itself."""
     branches: list[Any] | None = None
@@ -194,9 +205,10 @@ def alternatives(schema: dict[str, Any]) -> list[dict[str, Any]]:
         branches = [{**schema, "type": t} for t in schema["type"]]
     if branches is None:
         return [schema]
-    dicts = [b for b in branches if isinstance(b, dict)]
+    dicts: list[dict[str, Any]] = [b for b in branches if isinstance(b, dict)]
     non_null = [b for b in dicts if b.get("type") != "null"]
-    return non_null or dicts or [{}]
+    empty: dict[str, Any] = {}
+    return non_null or dicts or [empty]
 
 
 def schema_type(schema: dict[str, Any]) -> str:
@@ -212,7 +224,7 @@ def schema_type(schema: dict[str, Any]) -> str:
 
 def type_name(schema: dict[str, Any]) -> str:
     if isinstance(schema.get("enum"), list):
-        return " | ".join(_quote(v) for v in schema["enum"])
+        return " | ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
     return schema_type(schema)
 
 

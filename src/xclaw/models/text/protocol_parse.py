@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ _FENCE = re.compile(r"\A(```|~~~)[^\n`]*\n(?P<body>.*)\n[ \t]*\1\Z", re.DOTALL)
 _ROOT = re.compile(r"<agent_response(?=[\s/>])")
 _TOOL_CALL = re.compile(r"<tool_call(?=[\s/>])")
 _UNSAFE = re.compile(r"<!DOCTYPE|<!ENTITY|<\?(?!xml\s[^>]*\?>)")
+_Where = Callable[[int], tuple[int, int]]
 _CDATA_HINT = "Put code, commands and any text with <, & or ]]> inside <![CDATA[ ... ]]>."
 _RESEND = "Nothing ran. Resend your whole reply as exactly one <agent_response>."
 
@@ -93,13 +94,22 @@ def parse_reply(
         )
 
 
-def normalize_reply(text: str) -> str:
-    """The deterministic repairs: surrounding whitespace, one code fence, CRLF line ends."""
+def unwrap_reply(text: str) -> tuple[int, str]:
+    """The deterministic repairs: drop surrounding whitespace and one Markdown code fence.
+    Returns where the remaining body starts in ``text``, and the body."""
+    base = len(text) - len(text.lstrip())
     body = text.strip()
     fenced = _FENCE.match(body)
     if fenced:
-        body = fenced.group("body").strip()
-    return body.replace("\r\n", "\n")
+        inner = fenced.group("body")
+        base += fenced.start("body") + len(inner) - len(inner.lstrip())
+        body = inner.strip()
+    return base, body
+
+
+def normalize_reply(text: str) -> str:
+    """The reply as its identity: unwrapped, with CRLF line ends made LF."""
+    return unwrap_reply(text)[1].replace("\r\n", "\n")
 
 
 def _parse(text: str, tools: Sequence[ToolSpec], identity: str) -> ParsedTurn | ProtocolError:
@@ -109,12 +119,16 @@ def _parse(text: str, tools: Sequence[ToolSpec], identity: str) -> ParsedTurn | 
             f"The reply has {len(text)} characters; the limit is {MAX_REPLY_CHARS}.",
             "Nothing ran. Send smaller steps, e.g. write a big file in several calls.",
         )
-    body = normalize_reply(text)
+    base, body = unwrap_reply(text)
+
+    def where(offset: int) -> tuple[int, int]:
+        return line_col(text, base + offset)
+
     if not body:
         return ProtocolError(
             "PROTOCOL_EMPTY_REPLY", "The reply was empty.", "Reply with one <agent_response>."
         )
-    unsafe = _find_unsafe(body)
+    unsafe = _find_unsafe(body, where)
     if unsafe is not None:
         return unsafe
     root_at = _ROOT.search(body)
@@ -126,32 +140,35 @@ def _parse(text: str, tools: Sequence[ToolSpec], identity: str) -> ParsedTurn | 
         )
     parsed = parse_element(body, root_at.start())
     if isinstance(parsed, XmlFailure):
-        return _xml_failure(body, parsed)
+        return _xml_failure(parsed, where)
     root, end = parsed
-    outside = (body[: root_at.start()] + "\n" + body[end:]).strip()
+    outside = "\n".join(p for p in (body[: root_at.start()].strip(), body[end:].strip()) if p)
     misplaced = _check_outside(body[end:], outside)
     if misplaced is not None:
         return misplaced
-    return _read_turn(root, tools, outside, body, identity)
+    return _read_turn(root, tools, outside, body.replace("\r\n", "\n"), identity)
 
 
-def _find_unsafe(body: str) -> ProtocolError | None:
-    for part in outside_cdata(body):
+def _find_unsafe(body: str, where: _Where) -> ProtocolError | None:
+    for offset, part in outside_cdata(body):
         found = _UNSAFE.search(part)
         if found:
             what = found.group(0)
+            line, col = where(offset + found.start())
             return ProtocolError(
                 "PROTOCOL_UNSAFE_XML",
                 f"The reply contains {what!r}: DTDs, entity declarations and processing "
                 "instructions are refused.",
                 f"{_RESEND} Leave out <!DOCTYPE>, <!ENTITY> and <?...?>; file content that "
                 "contains them goes inside CDATA.",
+                line,
+                col,
             )
     return None
 
 
-def _xml_failure(body: str, failure: XmlFailure) -> ProtocolError:
-    line, col = line_col(body, failure.offset)
+def _xml_failure(failure: XmlFailure, where: _Where) -> ProtocolError:
+    line, col = where(failure.offset)
     if failure.unsafe:
         return ProtocolError(
             "PROTOCOL_UNSAFE_XML",
@@ -170,7 +187,7 @@ def _xml_failure(body: str, failure: XmlFailure) -> ProtocolError:
 
 
 def _check_outside(after: str, outside: str) -> ProtocolError | None:
-    if any(_ROOT.search(part) for part in outside_cdata(after)):
+    if any(_ROOT.search(part) for _, part in outside_cdata(after)):
         return ProtocolError(
             "PROTOCOL_MULTIPLE_ROOTS",
             "The reply contains more than one <agent_response>.",
@@ -211,7 +228,7 @@ def _collect(root: Node) -> _Fields | ProtocolError:
         if slot is None:
             return _problem(
                 "PROTOCOL_UNEXPECTED_ELEMENT",
-                f"<agent_response> contains <{child.tag}> (line {child.line}).",
+                f"<agent_response> contains <{child.tag}>.",
                 f"{_RESEND} It may contain only <done>, <message> and one <tool_call>.",
             )
         slot.append(child)
@@ -331,17 +348,8 @@ def _read_call(
 ) -> tuple[str, dict[str, Any]] | ProtocolError:
     name = node.attrs.get("name", "").strip()
     args = [c for c in node.children if c.tag == "args"]
-    others = [c.tag for c in node.children if c.tag != "args"]
-    if not name or len(args) > 1 or others or node.has_text():
-        what = (
-            "has no name attribute"
-            if not name
-            else f"contains <{others[0]}> outside <args>"
-            if others
-            else "has more than one <args>"
-            if len(args) > 1
-            else "contains text outside <args>"
-        )
+    what = _call_shape_problem(node, name, len(args))
+    if what:
         return _problem(
             "PROTOCOL_BAD_TOOL_CALL",
             f"The <tool_call> {what}.",
@@ -371,6 +379,19 @@ def _read_call(
     return name, arguments
 
 
+def _call_shape_problem(node: Node, name: str, args: int) -> str:
+    others = [c.tag for c in node.children if c.tag != "args"]
+    if not name:
+        return "has no name attribute"
+    if others:
+        return f"contains <{others[0]}> outside <args>"
+    if args > 1:
+        return "has more than one <args>"
+    if node.has_text():
+        return "contains text outside <args>"
+    return ""
+
+
 def call_id(body: str, name: str, arguments: dict[str, Any], identity: str) -> str:
     """Deterministic: the same reply at the same place in a conversation gets the same id."""
     call = json.dumps(
@@ -380,7 +401,5 @@ def call_id(body: str, name: str, arguments: dict[str, Any], identity: str) -> s
         separators=(",", ":"),
         default=str,
     )
-    digest = hashlib.sha256(
-        "\n\x00".join((identity, body, call)).encode("utf-8", "surrogatepass")
-    )
+    digest = hashlib.sha256("\n\x00".join((identity, body, call)).encode("utf-8", "surrogatepass"))
     return "x" + digest.hexdigest()[:16]

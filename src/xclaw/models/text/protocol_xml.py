@@ -9,7 +9,7 @@ inside it is content, and argument values need that difference.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from xml.etree.ElementTree import ParseError
 
@@ -20,13 +20,19 @@ CDATA_OPEN = "<![CDATA["
 CDATA_CLOSE = "]]>"
 
 
-@dataclass(slots=True)
 class Node:
-    tag: str
-    attrs: dict[str, str]
-    line: int
-    children: list[Node] = field(default_factory=list)
-    chunks: list[tuple[str, bool]] = field(default_factory=list)  # (text, came from CDATA)
+    """One element: tag, attributes, child elements and its own text chunks."""
+
+    __slots__ = ("tag", "attrs", "children", "chunks")
+
+    def __init__(self, tag: str, attrs: dict[str, str]) -> None:
+        self.tag = tag
+        self.attrs = attrs
+        self.children: list[Node] = []
+        self.chunks: list[tuple[str, bool]] = []  # (text, came from CDATA), in order
+
+    def __repr__(self) -> str:
+        return f"Node({self.tag!r}, {len(self.children)} children)"
 
     def has_text(self) -> bool:
         """Whether the element holds any non-whitespace text of its own."""
@@ -35,6 +41,8 @@ class Node:
     def value(self) -> str:
         """The element's own text: exact, except layout whitespace around CDATA sections."""
         chunks = self.chunks
+        if len(chunks) < 2:  # the common case, and a lone chunk is always kept whole
+            return chunks[0][0] if chunks else ""
         if any(cdata for _, cdata in chunks):
             start, end = 0, len(chunks)
             while start < end and not chunks[start][1] and not chunks[start][0].strip():
@@ -61,7 +69,11 @@ class _RootClosed(Exception):
 
 
 class _Builder:
-    """Target for the defused expat parser; stops as soon as the first element closes."""
+    """Handlers for the defused expat parser; stops as soon as the first element closes.
+
+    Tags keep expat's namespace form (``uri}local``), so a namespaced root is not mistaken
+    for ``agent_response``.
+    """
 
     def __init__(self) -> None:
         self.stack: list[Node] = []
@@ -70,8 +82,8 @@ class _Builder:
         self.expat: Any = None
         self.end_byte = -1
 
-    def start(self, tag: str, attrs: dict[str, str]) -> None:
-        node = Node(tag, dict(attrs), int(self.expat.CurrentLineNumber))
+    def start(self, tag: str, attrs: list[str]) -> None:
+        node = Node(tag, dict(zip(attrs[::2], attrs[1::2], strict=True)) if attrs else {})
         if self.stack:
             self.stack[-1].children.append(node)
         else:
@@ -85,8 +97,13 @@ class _Builder:
             raise _RootClosed
 
     def data(self, text: str) -> None:
-        if self.stack:
-            self.stack[-1].chunks.append((text, self.in_cdata))
+        if not self.stack:
+            return
+        node = self.stack[-1]
+        # Layout between child elements never matters, and long lists are full of it.
+        if node.children and not self.in_cdata and text.isspace():
+            return
+        node.chunks.append((text, self.in_cdata))
 
     def start_cdata(self) -> None:
         self.in_cdata = True
@@ -109,6 +126,11 @@ def parse_element(text: str, start: int) -> tuple[Node, int] | XmlFailure:
         target=builder, forbid_dtd=True, forbid_entities=True, forbid_external=True
     )
     builder.expat = expat = parser.parser
+    # Element and text events go straight to the builder: ElementTree's Python layer costs
+    # more than the parse itself. The defused DTD/entity handlers stay as installed.
+    expat.StartElementHandler = builder.start
+    expat.EndElementHandler = builder.end
+    expat.CharacterDataHandler = builder.data
     expat.StartCdataSectionHandler = builder.start_cdata
     expat.EndCdataSectionHandler = builder.end_cdata
     try:
@@ -161,15 +183,16 @@ def line_col(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
-def outside_cdata(text: str) -> Iterator[str]:
-    """The parts of ``text`` not inside CDATA sections (an unclosed section runs to the end)."""
+def outside_cdata(text: str) -> Iterator[tuple[int, str]]:
+    """(offset, part) for the parts of ``text`` outside CDATA sections; an unclosed section
+    runs to the end."""
     pos = 0
     while True:
         open_at = text.find(CDATA_OPEN, pos)
         if open_at < 0:
-            yield text[pos:]
+            yield pos, text[pos:]
             return
-        yield text[pos:open_at]
+        yield pos, text[pos:open_at]
         close_at = text.find(CDATA_CLOSE, open_at + len(CDATA_OPEN))
         if close_at < 0:
             return

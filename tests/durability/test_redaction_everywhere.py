@@ -1,0 +1,168 @@
+"""Planted keys never leave through traces, logs, exports or the CLI.
+
+Fake keys go into the task, into a file the scripted model reads, into tool arguments, into
+command output and into the model's final answer. Afterwards no planted key — not even a
+12-character piece of one — may appear in the store's ``steps`` (traces) and ``events``
+(logs) tables, the session's meta, any export format, or what ``run``, ``steps``, ``status``,
+``sessions`` and ``rollback`` print.
+
+The transcript (``items``), the ledger, the session's task (and its title, the task's first
+line) and a paused session's ``pending`` call may hold the keys: they are what the model saw
+and what resuming needs to send back, and they stay in the owner-only data dir. Everything
+shown from them passes through redaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from xclaw import Agent, Limits, Risk, ScriptedModel, ToolResult, tool
+from xclaw.cli.app import app
+from xclaw.store.export import FORMATS
+from xclaw.store.sqlite import open_store
+from xclaw.tools.base import ToolContext
+
+OPENAI = "sk-proj-Q7wErTyUiOpAsDfGhJkLzXcV"
+GITHUB = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+AWS = "AKIAQ3EXAMPLEKEY7XYZ"
+ASSIGNED = "hunter2plainsecretvalue"  # only recognisable by its name: OPENAI_API_KEY=...
+SECRETS = {
+    "openai": "Q7wErTyUiOpAsDfGhJkLzXcV",
+    "github": "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "aws": "Q3EXAMPLEKEY7XYZ",
+    "assigned": ASSIGNED,
+}
+WINDOW = 12
+TASK = f"Tidy the notes. The deploy token {OPENAI} must stay private."
+WIDE = {"COLUMNS": "250"}
+
+
+def leaks(text: str) -> list[str]:
+    """Which planted secrets show up in ``text``, whole or as a 12-character piece."""
+    found = []
+    for name, body in SECRETS.items():
+        pieces = {body[i : i + WINDOW] for i in range(len(body) - WINDOW + 1)}
+        if any(p in text for p in pieces):
+            found.append(name)
+    return found
+
+
+def cli(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args), env=WIDE)
+    return result.output
+
+
+def script_turns() -> list[dict[str, Any] | str]:
+    def call(name: str, **arguments: Any) -> dict[str, Any]:
+        return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+    return [
+        call("fs.read", path="notes.txt"),
+        call("fs.write", path="config.txt", content=f"github = {GITHUB}\nOPENAI_API_KEY={ASSIGNED}\n"),
+        call("terminal.exec", program="cat", argv=["notes.txt", "config.txt"]),
+        call("terminal.exec", program="echo", argv=[f"token={OPENAI}", AWS]),
+        call("terminal.exec", program="tee", argv=["-a", "log.txt"], stdin=f"{GITHUB}\n"),
+        # Long values get shortened for display: the cut must not leave a piece of a key.
+        call("fs.write", path="pad.txt", content="x" * 18 + GITHUB),
+        call("fs.write", path="pad2.txt", content="p" * 50 + GITHUB),
+        f"Done. For the record the keys were {AWS} and {GITHUB} and OPENAI_API_KEY={ASSIGNED}.",
+    ]
+
+
+def trace_and_log_rows(db_path: Path) -> str:
+    with closing(sqlite3.connect(db_path)) as db:
+        rows = [*db.execute("SELECT * FROM steps"), *db.execute("SELECT * FROM events")]
+        rows += list(db.execute("SELECT id, meta FROM sessions"))
+    return "\n".join(map(repr, rows))
+
+
+@pytest.fixture
+def finished_run(root: Path, tmp_path: Path) -> Iterator[tuple[Path, str, str]]:
+    (root / "notes.txt").write_text(f"OPENAI_API_KEY={ASSIGNED}\naws {AWS}\n")
+    script = tmp_path / "leaky.jsonl"
+    script.write_text("".join(json.dumps(t) + "\n" for t in script_turns()))
+    out = cli("run", "-C", str(root), "--approval", "deny", "--model", f"scripted:{script}", TASK)
+    with open_store() as store:
+        session = store.list_sessions(root=str(root))[0]
+        assert session.state == "success", out
+        items = json.dumps([i.payload for i in store.load_items(session.id)])
+    # The check can fail: the model really saw every planted key.
+    assert set(leaks(items)) == set(SECRETS)
+    yield root, session.id, out
+
+
+def test_store_traces_and_logs_hold_no_keys(finished_run: tuple[Path, str, str]) -> None:
+    _, sid, _ = finished_run
+    with open_store() as store:
+        db_path = store.path
+        assert store.list_steps(sid) and store.list_events(sid)
+    text = trace_and_log_rows(db_path)
+    assert "[REDACTED]" in text
+    assert leaks(text) == []
+
+
+def test_cli_output_holds_no_keys(finished_run: tuple[Path, str, str]) -> None:
+    root, sid, run_output = finished_run
+    assert "config.txt" in run_output and "[REDACTED]" in run_output
+    assert leaks(run_output) == [], run_output
+    for args in (["steps", sid], ["status", "-C", str(root)], ["sessions"]):
+        printed = cli(*args)
+        assert "[REDACTED]" in printed, printed
+        assert leaks(printed) == [], (args, printed)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_exports_hold_no_keys(
+    finished_run: tuple[Path, str, str], tmp_path: Path, fmt: str
+) -> None:
+    _, sid, _ = finished_run
+    target = tmp_path / f"export.{fmt}"
+    cli("export", sid, "--format", fmt, "-o", str(target))
+    exported = target.read_text()
+    assert "config.txt" in exported
+    assert leaks(exported) == []
+    assert leaks(cli("export", sid, "--format", fmt)) == []
+
+
+def test_rollback_report_holds_no_keys(finished_run: tuple[Path, str, str]) -> None:
+    _, sid, _ = finished_run
+    printed = cli("rollback", sid, "s0002")
+    assert "not undone" in printed and "pad2.txt" in printed
+    assert leaks(printed) == [], printed
+
+
+class Crash(BaseException):
+    """Stands in for the process dying: nothing in the loop catches it."""
+
+
+async def test_paused_decision_shown_by_status_holds_no_keys(root: Path) -> None:
+    @tool("vault.store", risk=Risk.WRITE)
+    def vault_store(ctx: ToolContext, secret: str) -> ToolResult:
+        """Store a secret (dies half-way the first time)."""
+        raise Crash
+
+    turns: list[dict[str, Any] | str] = [
+        {"tool_calls": [{"name": "vault.store", "arguments": {"secret": f"{OPENAI} {AWS}"}}]},
+        "stored",
+    ]
+    with open_store() as store:
+        agent = Agent(ScriptedModel(turns), root, [vault_store], store=store, limits=Limits())
+        with pytest.raises(Crash):
+            await agent.run("keep the key")
+        sid = store.list_sessions(root=str(root))[0].id
+        paused = await agent.resume(sid)
+        assert paused.status == "interrupted"
+        session = store.get_session(sid)
+        assert session is not None and session.pending is not None
+        assert OPENAI in json.dumps(session.pending)  # kept raw: resuming may need it
+    printed = cli("status", "-C", str(root))
+    assert "waiting for your decision" in printed and "vault.store" in printed
+    assert leaks(printed) == [], printed
