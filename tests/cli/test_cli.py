@@ -84,3 +84,12 @@ def test_demo_refuses_a_non_empty_dir(root: Path) -> None:
     (root / "x").write_text("x")
     result = CliRunner().invoke(app, ["demo", "--dir", str(root)])
     assert result.exit_code == 2 and "DEMO_DIR_NOT_EMPTY" in result.stderr
+
+
+def test_demo_with_the_xml_protocol(tmp_path: Path) -> None:
+    target = tmp_path / "site-xml"
+    result = CliRunner().invoke(app, ["demo", "--dir", str(target), "--protocol", "xml"])
+    assert result.exit_code == 0, result.output
+    assert "rendered as XML text" in " ".join(result.stdout.split())
+    assert re.search(r"answered HTTP 200 at http://127\.0\.0\.1:\d+/", result.stdout)
+    assert (target / "dist" / "about.html").read_text().count("</section>") == 1
