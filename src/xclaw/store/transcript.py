@@ -12,6 +12,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic_core import from_json
+
 from xclaw.core.messages import (
     ImagePart,
     Message,
@@ -119,13 +121,16 @@ def _item_to_part(item: dict[str, Any], names: dict[str, str]) -> tuple[str, Par
         return str(item.get("role", "user")), TextPart(text)
     if kind == "function_call":
         names[item["call_id"]] = item["name"]
-        args = json.loads(item.get("arguments") or "{}")
+        # pydantic-core's parser: resuming a long session parses every call and result.
+        args = from_json(item.get("arguments") or "{}", cache_strings=False)
         return "assistant", ToolCallPart(item["call_id"], item["name"], args)
     if kind == "function_call_output":
         call_id = item["call_id"]
         try:
-            result = ToolResult.from_dict(json.loads(item.get("output") or "{}"))
-        except (json.JSONDecodeError, AttributeError):
+            result = ToolResult.from_dict(
+                from_json(item.get("output") or "{}", cache_strings=False)
+            )
+        except (ValueError, AttributeError):  # not a ToolResult's JSON: keep it as text
             result = ToolResult.success(str(item.get("output", "")))
         return "tool", ToolResultPart(call_id, names.get(call_id, ""), result)
     if kind == "reasoning":
