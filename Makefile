@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 APT_PACKAGES := git ripgrep bubblewrap
 STAMP := $(VENV)/.installed
 
-.PHONY: deps sysdeps demo test lint bench clean
+.PHONY: deps sysdeps demo test lint bench clean conformance
 
 deps: sysdeps $(STAMP)
 
@@ -36,9 +36,16 @@ lint: deps
 
 test: deps lint
 	$(BIN)/python -m pytest -q
+	$(MAKE) --no-print-directory conformance
+
+# Replays real recorded provider traffic through the adapters (see conformance/README.md).
+conformance: deps
+	$(BIN)/python conformance/run.py
 
 bench: deps
 	$(BIN)/python bench/loop_overhead.py
+	$(BIN)/python bench/durable_loop.py
+	$(BIN)/python bench/resume_bench.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

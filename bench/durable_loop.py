@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from loop_overhead import SMALL_FILE, pydantic_ai_ms_per_step
-
 from xclaw import Agent, Limits, ScriptedModel
 from xclaw.store.sqlite import open_store
 
@@ -71,7 +70,7 @@ def main(sizes: list[int]) -> None:
                 f"{steps:>6} {ours:>22.3f} {peer:>30.3f} {peer / ours:>6.1f}x"
                 f" {f'<{TARGET_MS:g} ' + verdict:>8}"
             )
-    print("xclaw durable: every step committed to SQLite (WAL); pydantic-ai keeps its run in memory")
+    print("xclaw durable: every step committed to SQLite (WAL); pydantic-ai runs in memory")
     print("ratio = pydantic-ai time / xclaw time (higher is better for xclaw)")
 
 

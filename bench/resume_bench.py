@@ -39,8 +39,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import UsageLimits
 
-from xclaw import Agent, Limits, Message, ModelRequest as XModelRequest, ModelTurn, ScriptedModel
+from xclaw import Agent, Limits, Message, ModelTurn, ScriptedModel
 from xclaw import FunctionModel as XFunctionModel
+from xclaw import ModelRequest as XModelRequest
 from xclaw.coding.prompt import SYSTEM_PROMPT
 from xclaw.core.resume import RESUME_REMINDER
 from xclaw.store.base import TranscriptItem
@@ -126,18 +127,18 @@ def pydantic_ai_resume_ms(root: Path, history_file: Path) -> float:
         """Read a file inside the root, line-numbered."""
         return (root / path).read_text(encoding="utf-8")
 
-    async def go() -> float:
-        start = time.perf_counter()
-        history = ModelMessagesTypeAdapter.validate_json(history_file.read_bytes())
+    async def go(data: bytes) -> None:
+        history = ModelMessagesTypeAdapter.validate_json(data)
         result = await agent.run(
             RESUME_REMINDER,
             message_history=history,
             usage_limits=UsageLimits(request_limit=None),
         )
         assert result.output == "resumed" and first
-        return (first[0] - start) * 1000
 
-    return asyncio.run(go())
+    start = time.perf_counter()  # as for xclaw: reading the history is part of it
+    asyncio.run(go(history_file.read_bytes()))
+    return (first[0] - start) * 1000
 
 
 def main(steps: int) -> None:
@@ -165,7 +166,8 @@ def main(steps: int) -> None:
     ours_ms, peer_ms = statistics.median(ours), statistics.median(peer)
     verdict = "ok" if ours_ms < TARGET_MS else "MISSED"
     print(f"{'':>28} {'median ms':>10} {'min ms':>8}")
-    print(f"{'xclaw resume (SQLite)':>28} {ours_ms:>10.1f} {min(ours):>8.1f}  target <{TARGET_MS:g}: {verdict}")
+    target = f"target <{TARGET_MS:g}: {verdict}"
+    print(f"{'xclaw resume (SQLite)':>28} {ours_ms:>10.1f} {min(ours):>8.1f}  {target}")
     print(f"{'pydantic-ai (JSON history)':>28} {peer_ms:>10.1f} {min(peer):>8.1f}")
     print(f"ratio = pydantic-ai / xclaw = {peer_ms / ours_ms:.2f}x (higher is better for xclaw)")
 

@@ -92,7 +92,9 @@ class Outcome:
         """Finished reasoning blocks; only the streamed deltas when none finished (an error)."""
         if not self.reasoning_parts:
             return "".join(self.reasoning_deltas)
-        return "".join(p.text or (_REDACTED_THINKING if p.redacted else "") for p in self.reasoning_parts)
+        return "".join(
+            p.text or (_REDACTED_THINKING if p.redacted else "") for p in self.reasoning_parts
+        )
 
 
 def _dig(obj: Any, *keys: str) -> Any:
@@ -108,7 +110,9 @@ def expected_usage(api: str, usage: dict[str, Any]) -> dict[str, int | None]:
         return {
             "input_tokens": usage.get("prompt_tokens"),
             "output_tokens": usage.get("completion_tokens"),
-            "cache_read_tokens": cached if cached is not None else usage.get("prompt_cache_hit_tokens"),
+            "cache_read_tokens": cached
+            if cached is not None
+            else usage.get("prompt_cache_hit_tokens"),
             "reasoning_tokens": _dig(usage, "completion_tokens_details", "reasoning_tokens"),
         }
     if api == "responses":

@@ -17,6 +17,7 @@ from xclaw.core.messages import (
     Message,
     Part,
     ReasoningPart,
+    Role,
     TextPart,
     ToolCallPart,
     ToolResult,
@@ -28,12 +29,29 @@ from xclaw.core.tooling import Risk, ToolSpec
 __all__ = ["rebuild_request", "request_differences"]
 
 # Request fields each rebuild understands; anything else is reported as not reproduced.
-_HANDLED = {
-    "chat_completions": {"model", "messages", "tools", "stream", "stream_options"},
-    "responses": {"model", "input", "instructions", "tools", "stream", "include", "store"},
-    "messages": {"model", "messages", "system", "tools", "stream", "max_tokens", "thinking"},
-}
 _CHAT_SETTINGS = ("temperature", "top_p", "seed", "parallel_tool_calls", "reasoning_effort")
+_RESPONSES_SETTINGS = ("temperature", "top_p", "parallel_tool_calls")
+_MESSAGES_SETTINGS = ("temperature", "top_p")
+_HANDLED = {
+    "chat_completions": {
+        *("model", "messages", "tools", "stream", "stream_options"),
+        *("max_tokens", "max_completion_tokens", *_CHAT_SETTINGS),
+    },
+    "responses": {
+        *("model", "input", "instructions", "tools", "stream", "include", "store"),
+        *("max_output_tokens", *_RESPONSES_SETTINGS),
+    },
+    "messages": {
+        *("model", "messages", "system", "tools", "stream", "max_tokens", "thinking"),
+        *_MESSAGES_SETTINGS,
+    },
+}
+_ROLES: dict[str, Role] = {
+    "system": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+}
 
 
 class _Conversation:
@@ -46,11 +64,13 @@ class _Conversation:
     def add(self, role: str, parts: list[Part], *, merge: bool = False) -> None:
         if not parts:
             return
+        if role not in _ROLES:
+            raise ValueError(f"recorded message role {role!r} has no xclaw equivalent")
         last = self.messages[-1] if self.messages else None
         if merge and last is not None and last.role == role:
             self.messages[-1] = Message(last.role, last.parts + tuple(parts))
             return
-        self.messages.append(Message(role, tuple(parts)))  # type: ignore[arg-type]
+        self.messages.append(Message(_ROLES[role], tuple(parts)))
 
     def call(self, call_id: str, name: str, arguments: Any) -> ToolCallPart:
         self.call_names[call_id] = name
@@ -89,14 +109,15 @@ def rebuild_request(api: str, body: dict[str, Any], label: str) -> tuple[ModelRe
         limit = body.get("max_completion_tokens", body.get("max_tokens"))
     elif api == "responses":
         tools = _responses_conversation(body, conv, notes)
-        settings = {k: body[k] for k in ("temperature", "top_p", "parallel_tool_calls") if k in body}
+        settings = {k: body[k] for k in _RESPONSES_SETTINGS if k in body}
         limit = body.get("max_output_tokens")
         effort = (body.get("reasoning") or {}).get("effort")
-        if effort:
+        if effort:  # the rest of ``reasoning`` (summary, context) is the adapter's choice
             settings["reasoning_effort"] = effort
+            notes.remove("field 'reasoning' not reproduced")
     else:
         tools = _messages_conversation(body, conv, notes)
-        settings = {k: body[k] for k in ("temperature", "top_p") if k in body}
+        settings = {k: body[k] for k in _MESSAGES_SETTINGS if k in body}
         limit = body.get("max_tokens")
         budget = (body.get("thinking") or {}).get("budget_tokens")
         if budget:
@@ -310,6 +331,18 @@ def _tool_names(api: str, body: dict[str, Any]) -> list[str]:
     return names
 
 
+def _settings_view(api: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The sampling and limit settings a request carries, named as on the wire."""
+    if api == "chat_completions":
+        keys: tuple[str, ...] = ("max_tokens", "max_completion_tokens", *_CHAT_SETTINGS)
+        return {k: body[k] for k in keys if k in body}
+    if api == "responses":
+        view = {k: body[k] for k in ("max_output_tokens", *_RESPONSES_SETTINGS) if k in body}
+        effort = (body.get("reasoning") or {}).get("effort")
+        return {**view, "reasoning.effort": effort} if effort else view
+    return {k: body[k] for k in ("max_tokens", "thinking", *_MESSAGES_SETTINGS) if k in body}
+
+
 def request_differences(api: str, recorded: dict[str, Any], sent: Any) -> list[str]:
     """Where the request xclaw sent differs from the recorded one, on common ground."""
     if not isinstance(sent, dict):
@@ -321,6 +354,9 @@ def request_differences(api: str, recorded: dict[str, Any], sent: Any) -> list[s
         diffs.append(f"stream: recorded {recorded.get('stream')!r}, sent {sent.get('stream')!r}")
     if _tool_names(api, recorded) != _tool_names(api, sent):
         diffs.append(f"tools: recorded {_tool_names(api, recorded)}, sent {_tool_names(api, sent)}")
+    want_settings, sent_settings = _settings_view(api, recorded), _settings_view(api, sent)
+    if want_settings != sent_settings:
+        diffs.append(f"settings: recorded {want_settings}, sent {sent_settings}")
     want, got = _SKELETONS[api](recorded), _SKELETONS[api](sent)
     for i, (a, b) in enumerate(zip(want, got, strict=False)):
         if a != b:

@@ -24,6 +24,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,8 @@ from xclaw.models.presets import get_preset  # noqa: E402
 __all__ = ["Result", "find_recordings", "main", "run_corpus"]
 
 KNOWN_DIFFERENCES = HERE / "known_differences.yaml"
+# libyaml's loader when present: the cassettes are large enough for the pure one to take seconds
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 INTERACTION_TIMEOUT_S = 20.0
 
 # (api, provider) -> (adapter, preset). Groq has no preset of its own: it is reached through
@@ -100,7 +103,10 @@ def find_recordings(env: dict[str, str] | None = None) -> Path | None:
     if environ.get("WIRE_RECORDINGS"):
         candidates = [Path(environ["WIRE_RECORDINGS"])]  # an explicit choice never falls back
     else:
-        candidates = [REPO.parent / "shared" / "wire-recordings", Path("/work/shared/wire-recordings")]
+        candidates = [
+            REPO.parent / "shared" / "wire-recordings",
+            Path("/work/shared/wire-recordings"),
+        ]
     for path in candidates:
         if (path / "index.json").is_file():
             return path.resolve()
@@ -133,14 +139,19 @@ def _queue_response(server: WireServer, response: dict[str, Any]) -> None:
 def _build_model(api: str, provider: str, model: str, base_url: str, stream: bool) -> Model:
     kind, preset_name = ADAPTERS[(api, provider)]
     preset = get_preset(preset_name) if preset_name else None
-    common: dict[str, Any] = {"base_url": base_url, "api_key": "conformance", "stream": stream}
-    common["timeout_s"] = INTERACTION_TIMEOUT_S
+    key, timeout_s = "conformance", INTERACTION_TIMEOUT_S
     if kind == "chat":
         assert preset is not None, f"no preset {preset_name!r}"
-        return OpenAIChatModel(model, preset=preset, **common)
+        return OpenAIChatModel(
+            model, base_url=base_url, api_key=key, preset=preset, stream=stream, timeout_s=timeout_s
+        )
     if kind == "responses":
-        return OpenAIResponsesModel(model, preset=preset, **common)
-    return AnthropicModel(model, preset=preset, **common)
+        return OpenAIResponsesModel(
+            model, base_url=base_url, api_key=key, preset=preset, stream=stream, timeout_s=timeout_s
+        )
+    return AnthropicModel(
+        model, base_url=base_url, api_key=key, preset=preset, stream=stream, timeout_s=timeout_s
+    )
 
 
 async def _collect(model: Model, request: Any) -> Outcome:
@@ -159,6 +170,9 @@ async def _collect(model: Model, request: Any) -> Outcome:
 async def _run_interaction(entry: dict[str, Any], meta: dict[str, Any], recorded: Any) -> Result:
     api, provider = entry["api"], entry["provider"]
     result = Result(entry["file"], meta["index"], api, bool(meta.get("streaming")))
+    if (api, provider) not in ADAPTERS:
+        result.failures.append(f"adapter: none is mapped for {provider} {api}")
+        return result
     body = recorded["request"]["parsed_body"]
     path = urlsplit(recorded["request"]["uri"]).path
     prefix = path[: -len(_ENDPOINTS[api])] if path.endswith(_ENDPOINTS[api]) else ""
@@ -166,7 +180,9 @@ async def _run_interaction(entry: dict[str, Any], meta: dict[str, Any], recorded
     request, result.notes = rebuild_request(api, body, label)
     with WireServer() as server:
         _queue_response(server, recorded["response"])
-        model = _build_model(api, provider, body["model"], server.url + prefix, bool(body.get("stream")))
+        model = _build_model(
+            api, provider, body["model"], server.url + prefix, bool(body.get("stream"))
+        )
         outcome = await _collect(model, request)
         sent = list(server.requests)
     result.failures = compare(api, meta["expected"], int(meta["status"]), outcome)
@@ -219,7 +235,13 @@ def _excuse(result: Result, known: list[dict[str, Any]]) -> None:
 async def _run_all(root: Path, entries: list[dict[str, Any]]) -> list[Result]:
     results: list[Result] = []
     for entry in entries:
-        cassette = yaml.safe_load((root / entry["file"]).read_text(encoding="utf-8"))
+        try:
+            text = (root / entry["file"]).read_text(encoding="utf-8")
+            cassette = yaml.load(text, Loader=_YAML_LOADER)
+        except (OSError, yaml.YAMLError) as err:
+            failure = f"cassette: cannot be read ({type(err).__name__})"
+            results.append(Result(entry["file"], 0, entry["api"], False, [failure]))
+            continue
         recorded = cassette["interactions"]
         for meta in entry["interactions"]:
             results.append(await _run_interaction(entry, meta, recorded[meta["index"]]))
@@ -245,7 +267,9 @@ def run_corpus(
 def _print_report(results: list[Result], elapsed: float, verbose: bool) -> None:
     for r in results:
         mode = "stream" if r.streaming else "whole"
-        print(f"{'PASS' if r.passed else 'FAIL'}  {r.name}  ({r.api}, {mode})")
+        fields = ", ".join(dict.fromkeys(f.split(":", 1)[0] for f in r.failures))
+        verdict = "PASS" if r.passed else f"FAIL  [{fields}]"
+        print(f"{verdict}  {r.name}  ({r.api}, {mode})")
         lines = [*r.failures, *r.known]
         lines += [f"request differs: {d}" for d in r.request_diffs]
         lines += [f"note: {n}" for n in r.notes] if verbose else []
@@ -267,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=[], help="run files whose name contains one")
     parser.add_argument("-v", "--verbose", action="store_true", help="show rebuild notes too")
     args = parser.parse_args(argv)
+    # The Anthropic SDK warns about retired model names; the recordings keep the names used.
+    warnings.filterwarnings("ignore", r"The model .* is deprecated", DeprecationWarning)
     root = find_recordings()
     if root is None:
         where = os.environ.get("WIRE_RECORDINGS") or (

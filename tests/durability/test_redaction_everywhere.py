@@ -66,7 +66,9 @@ def script_turns() -> list[dict[str, Any] | str]:
 
     return [
         call("fs.read", path="notes.txt"),
-        call("fs.write", path="config.txt", content=f"github = {GITHUB}\nOPENAI_API_KEY={ASSIGNED}\n"),
+        call(
+            "fs.write", path="config.txt", content=f"github = {GITHUB}\nOPENAI_API_KEY={ASSIGNED}"
+        ),
         call("terminal.exec", program="cat", argv=["notes.txt", "config.txt"]),
         call("terminal.exec", program="echo", argv=[f"token={OPENAI}", AWS]),
         call("terminal.exec", program="tee", argv=["-a", "log.txt"], stdin=f"{GITHUB}\n"),

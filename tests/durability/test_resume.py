@@ -27,7 +27,7 @@ from xclaw.core.messages import Message, ToolCallPart
 from xclaw.core.model import ModelRequest
 from xclaw.core.recorder import call_key
 from xclaw.core.resume import RESUME_REMINDER
-from xclaw.core.tooling import ApprovalRequest, Answer
+from xclaw.core.tooling import Answer, ApprovalRequest
 from xclaw.store.base import (
     LedgerEntry,
     LedgerPhase,
@@ -145,9 +145,7 @@ def interrupted_session(
         now,
         meta={"system_prompt": SYSTEM_PROMPT},
     )
-    store.commit(
-        WriteBatch(sid, create=session, items=items, steps=steps, ledger=[entry])
-    )
+    store.commit(WriteBatch(sid, create=session, items=items, steps=steps, ledger=[entry]))
     return sid
 
 

@@ -131,13 +131,15 @@ def test_rollback_lists_irreversible_effects_and_resume_continues(
     assert f"removed {removed} steps" in text
     assert "were not undone" in text
     assert "terminal.exec" in text and "journal.txt" in text and "b.txt" in text
-    assert "fs.read" not in text and "a.txt\"" not in text.split("not undone", 1)[1]
+    assert "fs.read" not in text and 'a.txt"' not in text.split("not undone", 1)[1]
     assert (root / "b.txt").read_text() == "B" and (root / "journal.txt").exists()
 
     with open_store() as store:
         rewound = store.get_session(session.id)
         assert rewound is not None and rewound.state == "paused"
-        assert [s.step_id for s in store.list_steps(session.id)][-1] == f"s{int(target[1:]) - 1:04d}"
+        assert [s.step_id for s in store.list_steps(session.id)][
+            -1
+        ] == f"s{int(target[1:]) - 1:04d}"
         items = store.load_items(session.id)
         assert items[-1].payload["type"] == "function_call_output"
 
@@ -152,9 +154,7 @@ def test_rollback_lists_irreversible_effects_and_resume_continues(
         assert finished is not None and finished.state == "success"
 
 
-def test_fork_copies_history_and_leaves_the_original_untouched(
-    root: Path, tmp_path: Path
-) -> None:
+def test_fork_copies_history_and_leaves_the_original_untouched(root: Path, tmp_path: Path) -> None:
     script = notes_script(tmp_path / "notes.jsonl")
     done, original = run(root, script)
     assert done.exit_code == 0, done.output

@@ -198,7 +198,11 @@ def test_status_shows_processes_left_by_a_killed_run(tmp_path: Path) -> None:
                     }
                 ]
             },
-            {"tool_calls": [{"name": "terminal.exec", "arguments": {"program": "sleep", "argv": ["60"]}}]},
+            {
+                "tool_calls": [
+                    {"name": "terminal.exec", "arguments": {"program": "sleep", "argv": ["60"]}}
+                ]
+            },
             "never reached",
         ],
     )

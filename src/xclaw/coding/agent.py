@@ -7,6 +7,7 @@ without redoing completed side effects.
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import os
 import secrets
@@ -39,7 +40,7 @@ from xclaw.models.fallback import FallbackModel, OnEvent
 from xclaw.models.info import model_info
 from xclaw.policy.approval import ModeApprover
 from xclaw.policy.engine import PolicyEngine
-from xclaw.store.base import SessionRecord, Store
+from xclaw.store.base import SessionRecord, Store, TranscriptItem
 from xclaw.store.recorder import SessionRecorder
 from xclaw.store.transcript import items_to_messages
 from xclaw.tools.base import Tool, Workspace
@@ -142,11 +143,11 @@ class Agent:
         """Continue a recorded session after a crash, a stop or a pause."""
         store = self._require_store()
         session = self._resumable_session(store, session_id)
-        items = store.load_items(session_id)
+        items, history = _load_history(store, session_id)
         recorder = SessionRecorder(store, session, new=False)
         recorder.resume_from(items)
         prompt = str(session.meta.get("system_prompt") or self.system_prompt)
-        messages = [Message.system(prompt), *items_to_messages(i.payload for i in items)]
+        messages = [Message.system(prompt), *history]
         state = RunState(
             session_id,
             session.task,
@@ -309,6 +310,22 @@ class Agent:
             return running
         await manager.stop_all()
         return []
+
+
+def _load_history(store: Store, session_id: str) -> tuple[list[TranscriptItem], list[Message]]:
+    """A session's transcript and its messages.
+
+    The cyclic GC is paused meanwhile: tens of thousands of new, acyclic objects would set off
+    repeated collections, a quarter of the time of resuming a 10,000-step session.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        items = store.load_items(session_id)
+        return items, items_to_messages(i.payload for i in items)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _paused_reason(pending: dict[str, Any]) -> str:

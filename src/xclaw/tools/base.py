@@ -94,23 +94,29 @@ class Tool:
         self.spec = ToolSpec(self.name, self.description, schema, self.read_only, self.risk)
 
 
-_ARG_DOC = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")
+_ARG_DOC = re.compile(r"^(\s+)(\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
 
 
 def _split_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Google-style docstring -> (summary, {arg: description})."""
+    """Google-style docstring -> (summary, {arg: description}); continuation lines join."""
     summary_lines: list[str] = []
     args: dict[str, str] = {}
     in_args = False
+    indent = 0
+    current = ""
     for line in doc.splitlines():
         if line.strip() in ("Args:", "Arguments:"):
             in_args = True
             continue
         if in_args:
+            width = len(line) - len(line.lstrip())
             m = _ARG_DOC.match(line)
-            if m:
-                args[m.group(1)] = m.group(2).strip()
-            elif line.strip() and not line.startswith("    "):
+            if m and (not current or width <= indent):
+                indent, current = len(m.group(1)), m.group(2)
+                args[current] = m.group(3).strip()
+            elif current and line.strip() and width > indent:
+                args[current] = f"{args[current]} {line.strip()}".strip()
+            elif line.strip():
                 in_args = False
         elif not args:
             summary_lines.append(line.strip())
