@@ -30,8 +30,8 @@ demo: deps
 	$(BIN)/xclaw demo
 
 lint: deps
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench conformance
+	$(BIN)/ruff format --check src tests bench conformance
 	$(BIN)/mypy
 
 test: deps lint

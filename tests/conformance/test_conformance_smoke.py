@@ -46,7 +46,7 @@ harness = _load_harness()
 def corpus() -> Path:
     root: Path | None = harness.find_recordings()
     if root is None:
-        pytest.skip("wire recordings not found; `make conformance` reports this as an error")
+        pytest.fail("wire recordings not found: set WIRE_RECORDINGS to ../shared/wire-recordings")
     return root
 
 

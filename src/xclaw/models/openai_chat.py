@@ -62,6 +62,7 @@ _SETTINGS = (
     "temperature",
     "top_p",
     "max_tokens",
+    "max_completion_tokens",
     "seed",
     "parallel_tool_calls",
     "reasoning_effort",
