@@ -229,6 +229,21 @@ async def test_started_write_pauses_without_a_decision(root: Path, store: Sqlite
     assert again.status == "interrupted" and counter["count.write"] == 0
 
 
+async def test_fresh_context_still_settles_interrupted_calls(
+    root: Path, store: SqliteStore
+) -> None:
+    sid = interrupted_session(store, root, "count.write", "started")
+    counter: Counter[str] = Counter()
+    model = Recording()
+    agent = agent_for(root, store, counter, model)
+    paused = await agent.resume(sid, fresh_context=True)
+    assert paused.status == "interrupted" and paused.reason.startswith("SESSION_PAUSED")
+    assert counter["count.write"] == 0 and model.requests == []
+    done = await agent.resume(sid, fresh_context=True, interrupted="retry")
+    assert counter["count.write"] == 1
+    assert done.status == "completed" and len(model.requests) == 1
+
+
 @pytest.mark.parametrize(
     ("choice", "answer", "runs"),
     [("retry", "deny", 1), ("skip", "once", 0), ("ask", "once", 1), ("ask", "deny", 0)],

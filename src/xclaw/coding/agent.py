@@ -161,10 +161,13 @@ class Agent:
         self.model.restore(state.messages)
         if len(messages) == 1:  # rewound to before the task itself
             state.append(Message.user(task_message(session.task, self.workdir)), "user_input")
-        elif fresh_context:
-            self._fresh_context(state, store, session)
         workspace = Workspace(self.workdir, output_dir=run_output_dir(session_id))
-        return await self._drive(state, workspace, settle=interrupted, resuming=not fresh_context)
+        # Interrupted calls are settled on the full history even when the model then
+        # continues in a fresh context: nothing is dropped or silently run again.
+        restart = (lambda: self._fresh_context(state, store, session)) if fresh_context else None
+        return await self._drive(
+            state, workspace, settle=interrupted, resuming=True, fresh_context=restart
+        )
 
     def run_sync(self, task: str, **kwargs: Any) -> RunResult:
         return asyncio.run(self.run(task, **kwargs))
@@ -223,6 +226,7 @@ class Agent:
         *,
         settle: InterruptedChoice | None = None,
         resuming: bool = False,
+        fresh_context: Callable[[], None] | None = None,
     ) -> RunResult:
         hooks = self.hooks.merged(
             Hooks(
@@ -249,7 +253,10 @@ class Agent:
                 if pending is not None:
                     state.extra["pending"] = pending
                     return finish(state, deps, "interrupted", "", reason=_paused_reason(pending))
-                state.append(Message.user(RESUME_REMINDER), "system_alert")
+                if fresh_context is not None:
+                    fresh_context()
+                else:
+                    state.append(Message.user(RESUME_REMINDER), "system_alert")
             result = await run_loop(state, deps)
         finally:
             state.control.attach(None)
