@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,6 +18,7 @@ from xclaw.redact import redact
 from xclaw.store.base import SessionRecord, Store
 from xclaw.store.export import export_session
 from xclaw.store.sqlite import open_store
+from xclaw.tools._proctree import is_alive
 
 
 def _when(ts: float) -> str:
@@ -80,8 +80,10 @@ def _processes(store: Store, session_id: str) -> list[dict[str, Any]]:
     alive = []
     for proc in started.values():
         try:
-            os.kill(int(proc["pid"]), 0)
-        except (OSError, ValueError, KeyError):
+            pid = int(proc["pid"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if not is_alive(pid):  # gone, or a zombie nobody reaped yet
             continue
         alive.append(proc)
     return alive
