@@ -93,3 +93,14 @@ def test_demo_with_the_xml_protocol(tmp_path: Path) -> None:
     assert "rendered as XML text" in " ".join(result.stdout.split())
     assert re.search(r"answered HTTP 200 at http://127\.0\.0\.1:\d+/", result.stdout)
     assert (target / "dist" / "about.html").read_text().count("</section>") == 1
+
+
+def test_config_show_masks_keys(root: Path) -> None:
+    (root / "xclaw.yaml").write_text("model: openai:gpt-4.1\napproval: deny\n")
+    (root / ".env").write_text("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz123456\n")
+    result = CliRunner().invoke(app, ["config", "show", "-C", str(root)])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert "model: openai:gpt-4.1" in out and "approval: deny" in out
+    assert "OPENAI_API_KEY: (set, 40 chars) from .env" in out
+    assert "sk-proj" not in out
