@@ -386,3 +386,21 @@ async def test_usage_is_summed(root: Path) -> None:
 def test_run_sync(root: Path) -> None:
     result = Agent(_scripted("sync ok"), root, tools=[echo]).run_sync("hello")
     assert result.reply == "sync ok"
+
+
+async def test_caller_cancellation_propagates(root: Path) -> None:
+    started = asyncio.Event()
+
+    @tool("slow", timeout_s=60)
+    async def slow() -> ToolResult:
+        """Runs long."""
+        started.set()
+        await asyncio.sleep(60)
+        return ToolResult.success("never")
+
+    model = _scripted({"tool_calls": [{"name": "slow", "arguments": {}}]}, "unreached")
+    task = asyncio.create_task(Agent(model, root, tools=[slow]).run("t"))
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

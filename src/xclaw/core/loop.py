@@ -68,13 +68,21 @@ async def run_loop(state: RunState, deps: LoopDeps) -> RunResult:
             refuse_completion(state, deps, reminder)
     except LimitExceeded as err:
         return finish(state, deps, "interrupted", "", reason=f"{err.code}: {err.message}")
-    except (RunCancelled, asyncio.CancelledError):
+    except RunCancelled:
+        return _cancelled(state, deps)
+    except asyncio.CancelledError:
+        if not state.control.cancel_requested:
+            raise  # cancelled by the caller (a timeout, a shutdown): not ours to swallow
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
-        return finish(state, deps, "interrupted", "", reason="RUN_CANCELLED: cancelled by the user")
+        return _cancelled(state, deps)
     except ModelError as err:
         return finish(state, deps, "failed", "", reason=str(err))
+
+
+def _cancelled(state: RunState, deps: LoopDeps) -> RunResult:
+    return finish(state, deps, "interrupted", "", reason="RUN_CANCELLED: cancelled by the user")
 
 
 def check_limits(state: RunState, limits: Limits) -> None:
