@@ -250,14 +250,16 @@ class SessionRecorder:
     def event(self, ev: Event) -> None:
         if ev.type in _SKIPPED_EVENTS:
             return
-        payload = {k: v for k, v in ev.payload.items() if k != "data"}
+        # The log says what happened; contents live once, in the transcript and the ledger.
+        # Redacted before clipping, so a cut can never leave part of a key behind.
+        payload = {k: _clip(redact_json(v)) for k, v in ev.payload.items() if k != "data"}
         self.event_seq += 1
         self.batch.events.append(
             EventRecord(
                 self.event_seq,
                 ev.type,
                 ev.turn,
-                redact_json(payload),
+                payload,
                 ev.timestamp,
                 ev.tool_call_id,
             )
@@ -301,3 +303,15 @@ class SessionRecorder:
 
 
 _LEDGER_FIELDS = tuple(LedgerEntry.__dataclass_fields__)
+_EVENT_STRING_CAP = 500
+
+
+def _clip(value: Any) -> Any:
+    """Long strings in an event payload shortened (recursively), so the log stays small."""
+    if isinstance(value, str) and len(value) > _EVENT_STRING_CAP:
+        return value[:_EVENT_STRING_CAP] + f"…[{len(value) - _EVENT_STRING_CAP} more]"
+    if isinstance(value, dict):
+        return {k: _clip(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clip(v) for v in value]
+    return value
