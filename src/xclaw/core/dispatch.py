@@ -24,6 +24,7 @@ from xclaw.core.tooling import (
     Toolbox,
     ToolSpec,
 )
+from xclaw.redact import redact
 
 
 class DispatchDeps(Protocol):
@@ -241,7 +242,8 @@ def _settled(state: RunState, call: ToolCallPart, result: ToolResult) -> ToolRes
 
 
 def _short_args(arguments: dict[str, object], limit: int = 160) -> str:
-    text = " ".join(f"{k}={v!r}" for k, v in arguments.items())
+    """Redacted first, then shortened: a cut never leaves part of a secret behind."""
+    text = redact(" ".join(f"{k}={v!r}" for k, v in arguments.items()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
