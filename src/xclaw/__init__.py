@@ -1,31 +1,82 @@
 """xclaw — a local-first AI agent harness.
 
-from xclaw import Agent, ScriptedModel
-result = await Agent(model=ScriptedModel([...]), workdir="./proj").run("task")
+    from xclaw import Agent, ScriptedModel
+    result = await Agent(model=ScriptedModel([...]), workdir="./proj").run("task")
+
+Names are imported on first use (PEP 562), so ``xclaw --help`` does not pay for SQLAlchemy,
+the provider SDKs or the tool set.
 """
 
-from xclaw.coding.agent import Agent
-from xclaw.core.errors import (
-    ConfigError,
-    LimitExceeded,
-    ModelError,
-    PolicyDenied,
-    RunCancelled,
-    ToolArgumentsInvalid,
-    ToolError,
-    XclawError,
-)
-from xclaw.core.events import Event, EventBus
-from xclaw.core.hooks import Hooks
-from xclaw.core.limits import Limits
-from xclaw.core.messages import Message, ToolResult
-from xclaw.core.model import Model, ModelRequest
-from xclaw.core.state import RunControl, RunMetrics, RunResult, ToolCallRecord
-from xclaw.core.tooling import Risk
-from xclaw.models.base import ModelTurn
-from xclaw.models.scripted import FunctionModel, ScriptedModel
-from xclaw.tools.base import Tool, ToolContext, tool
-from xclaw.tools.registry import ToolRegistry
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from xclaw.coding.agent import Agent
+    from xclaw.core.errors import (
+        ConfigError,
+        LimitExceeded,
+        ModelError,
+        PolicyDenied,
+        RunCancelled,
+        ToolArgumentsInvalid,
+        ToolError,
+        XclawError,
+    )
+    from xclaw.core.events import Event, EventBus
+    from xclaw.core.hooks import Hooks
+    from xclaw.core.limits import Limits
+    from xclaw.core.messages import Message, ToolResult
+    from xclaw.core.model import Model, ModelRequest
+    from xclaw.core.state import RunControl, RunMetrics, RunResult, ToolCallRecord
+    from xclaw.core.tooling import Risk
+    from xclaw.models.base import ModelTurn
+    from xclaw.models.scripted import FunctionModel, ScriptedModel
+    from xclaw.tools.base import Tool, ToolContext, tool
+    from xclaw.tools.registry import ToolRegistry
+
+_LAZY: dict[str, str] = {
+    "Agent": "xclaw.coding.agent",
+    "ConfigError": "xclaw.core.errors",
+    "Event": "xclaw.core.events",
+    "EventBus": "xclaw.core.events",
+    "FunctionModel": "xclaw.models.scripted",
+    "Hooks": "xclaw.core.hooks",
+    "LimitExceeded": "xclaw.core.errors",
+    "Limits": "xclaw.core.limits",
+    "Message": "xclaw.core.messages",
+    "Model": "xclaw.core.model",
+    "ModelError": "xclaw.core.errors",
+    "ModelRequest": "xclaw.core.model",
+    "ModelTurn": "xclaw.models.base",
+    "PolicyDenied": "xclaw.core.errors",
+    "Risk": "xclaw.core.tooling",
+    "RunCancelled": "xclaw.core.errors",
+    "RunControl": "xclaw.core.state",
+    "RunMetrics": "xclaw.core.state",
+    "RunResult": "xclaw.core.state",
+    "ScriptedModel": "xclaw.models.scripted",
+    "Tool": "xclaw.tools.base",
+    "ToolArgumentsInvalid": "xclaw.core.errors",
+    "ToolCallRecord": "xclaw.core.state",
+    "ToolContext": "xclaw.tools.base",
+    "ToolError": "xclaw.core.errors",
+    "ToolRegistry": "xclaw.tools.registry",
+    "ToolResult": "xclaw.core.messages",
+    "XclawError": "xclaw.core.errors",
+    "tool": "xclaw.tools.base",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'xclaw' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Agent",

@@ -11,10 +11,8 @@ import typer
 
 from xclaw.cli.common import console, err_console
 from xclaw.cli.render import LiveView, print_summary
-from xclaw.coding.demo.run import prepare_dir, run_demo, script_path
 from xclaw.core.errors import ScriptMismatch
 from xclaw.core.events import Event, EventBus
-from xclaw.models.text.model import xml_demo_model
 
 _URL = re.compile(r"http://127\.0\.0\.1:\d+/?")
 
@@ -28,6 +26,9 @@ def demo(
     ] = "native",
 ) -> None:
     """Build, serve, break and fix a small website with a scripted model (no key needed)."""
+    from xclaw.coding.demo.run import prepare_dir, run_demo, script_path
+    from xclaw.models.text.model import xml_demo_model
+
     if protocol not in ("native", "xml"):
         raise typer.BadParameter("--protocol must be native or xml")
     try:

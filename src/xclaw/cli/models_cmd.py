@@ -17,7 +17,6 @@ from xclaw.core.messages import Message, ToolCallPart, ToolResult, ToolResultPar
 from xclaw.core.model import Model, ModelRequest, TextDelta, ToolCallEvent
 from xclaw.core.tooling import Risk, ToolSpec
 from xclaw.models.presets import list_presets
-from xclaw.models.resolve import resolve_model
 
 app = typer.Typer(help="Model providers: list presets, probe a model.", no_args_is_help=True)
 
@@ -117,6 +116,8 @@ def probe(
     directory: Annotated[Path, typer.Option("-C", "--directory")] = Path("."),
 ) -> None:
     """Check that MODEL makes a strict tool call and continues after its result."""
+    from xclaw.models.resolve import resolve_model
+
     try:
         chosen = resolve_model(model, base_url=base_url, project=directory)
     except XclawError as err:

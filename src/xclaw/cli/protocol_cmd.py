@@ -10,10 +10,8 @@ from typing import Annotated
 import typer
 
 from xclaw.cli.common import fail
-from xclaw.coding.toolset import coding_registry
 from xclaw.core.errors import ConfigError
 from xclaw.core.tooling import ToolSpec
-from xclaw.models.text.protocol import ParsedTurn, parse_reply, render_protocol
 
 app = typer.Typer(
     help="Inspect the XML text protocol used by chat-text models.", no_args_is_help=True
@@ -31,6 +29,8 @@ def _tools(name: str) -> list[ToolSpec]:
                 hint=f"Use one of: {', '.join(_TOOL_SETS)}.",
             )
         )
+    from xclaw.coding.toolset import coding_registry  # imported on use: --help stays quick
+
     return [t.spec for t in coding_registry()] if name == "coding" else []
 
 
@@ -51,6 +51,8 @@ def parse(
             text = Path(file).read_bytes().decode("utf-8", "replace")
     except OSError as err:
         fail(ConfigError(f"Cannot read {file}: {err.strerror}.", code="FILE_UNREADABLE"))
+    from xclaw.models.text.protocol import ParsedTurn, parse_reply
+
     result = parse_reply(text, specs)
     typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
     raise typer.Exit(0 if isinstance(result, ParsedTurn) else 1)
@@ -63,4 +65,6 @@ def prompt(
     ] = "coding",
 ) -> None:
     """Print the <agent_protocol> block that opens a text-protocol conversation."""
+    from xclaw.models.text.protocol import render_protocol
+
     typer.echo(render_protocol(_tools(tools_from)))

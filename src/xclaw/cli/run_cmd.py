@@ -7,21 +7,21 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.prompt import Confirm
 
 from xclaw.cli.common import console, fail, install_interrupt, make_approver
 from xclaw.cli.render import LiveView, print_summary
-from xclaw.coding.agent import Agent
 from xclaw.config import load_config
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.core.events import EventBus
 from xclaw.core.resume import InterruptedChoice
 from xclaw.core.state import RunControl, RunResult
-from xclaw.models.resolve import resolve_model
-from xclaw.store.sqlite import open_store
+
+if TYPE_CHECKING:
+    from xclaw.coding.agent import Agent
 
 EXIT_CODES = {"completed": 0, "failed": 1, "interrupted": 3}
 
@@ -52,6 +52,10 @@ def _build_agent(
     max_turns: int | None,
     base_url: str | None = None,
 ) -> Agent:
+    from xclaw.coding.agent import Agent  # heavy: imported when a command runs, not for --help
+    from xclaw.models.resolve import resolve_model
+    from xclaw.store.sqlite import open_store
+
     cfg = load_config(directory)
     chosen = spec or cfg.model
     model = resolve_model(chosen, base_url=base_url, project=directory)
@@ -122,6 +126,8 @@ def resume(
     try:
         if retry_interrupted and skip_interrupted:
             raise ConfigError("Choose one of --retry-interrupted and --skip-interrupted.")
+        from xclaw.store.sqlite import open_store
+
         session = open_store().get_session(session_id)
         if session is None:
             raise ConfigError(

@@ -12,13 +12,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from xclaw.cli.common import console, fail
-from xclaw.coding.agent import new_session_id
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.redact import redact
 from xclaw.store.base import SessionRecord, Store
-from xclaw.store.export import export_session
-from xclaw.store.sqlite import open_store
-from xclaw.tools._proctree import is_alive
+
+
+def open_store() -> Store:
+    """The session store, imported on use so `xclaw --help` stays quick."""
+    from xclaw.store.sqlite import open_store as open_sqlite
+
+    return open_sqlite()
 
 
 def _when(ts: float) -> str:
@@ -77,6 +80,8 @@ def _processes(store: Store, session_id: str) -> list[dict[str, Any]]:
             started[data["processId"]] = data
         elif entry.name == "process.stop":
             started.pop(str(entry.arguments.get("process_id")), None)
+    from xclaw.tools._proctree import is_alive
+
     alive = []
     for proc in started.values():
         try:
@@ -174,6 +179,8 @@ def fork(
     try:
         store = open_store()
         _session(store, session_id)
+        from xclaw.coding.agent import new_session_id
+
         new = store.fork(session_id, step_id, new_session_id())
     except KeyError:
         fail(
@@ -202,6 +209,8 @@ def export(
         session = _session(store, session_id)
     except XclawError as err:
         fail(err)
+    from xclaw.store.export import export_session
+
     lines = export_session(fmt, session, store.load_items(session_id))  # type: ignore[arg-type]
     text = "\n".join(lines) + "\n"
     if output is None:

@@ -12,7 +12,6 @@ import typer
 from rich.table import Table
 
 from xclaw.cli.common import console, fail, make_approver
-from xclaw.coding.toolset import coding_registry
 from xclaw.core.dispatch import run_tool_calls
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.core.events import EventBus
@@ -21,8 +20,6 @@ from xclaw.core.messages import ToolCallPart, ToolResult
 from xclaw.core.state import RunState
 from xclaw.core.tooling import Approver, Policy, Toolbox
 from xclaw.dirs import run_output_dir
-from xclaw.policy.engine import PolicyEngine
-from xclaw.tools.base import Workspace
 
 app = typer.Typer(help="Inspect and call tools directly.", no_args_is_help=True)
 
@@ -41,6 +38,8 @@ def list_tools(
     as_json: Annotated[bool, typer.Option("--json", help="Print the schemas as JSON.")] = False,
 ) -> None:
     """List the tools, their risk and whether they are read-only."""
+    from xclaw.coding.toolset import coding_registry
+
     registry = coding_registry()
     if as_json:
         specs = [
@@ -62,6 +61,10 @@ def list_tools(
 
 
 async def call_once(name: str, arguments: object, root: Path, approver: Approver) -> ToolResult:
+    from xclaw.coding.toolset import coding_registry
+    from xclaw.policy.engine import PolicyEngine
+    from xclaw.tools.base import Workspace
+
     workspace = Workspace(root, output_dir=run_output_dir("tools-call"))
     deps = _CallDeps(coding_registry().bind(workspace), PolicyEngine(workspace), approver)
     state = RunState("tools-call", f"call {name}", [])
