@@ -40,10 +40,10 @@ class ConsoleApprover:
             f"[bold yellow]Approval needed[/] {escape(redact(summarize_request(request)))}"
         )
         choices = ["o", "d"]
-        label = "[o] allow once"
+        label = "\\[o] allow once"
         if d.grant is not None:
-            label += f"  [t] allow for this task: {escape(d.grant.describe())}"
+            label += f"  \\[t] allow for this task: {escape(d.grant.describe())}"
             choices.insert(1, "t")
-        self.console.print(f"  {label}  [d] deny")
+        self.console.print(f"  {label}  \\[d] deny")
         pick = Prompt.ask("  choice", choices=choices, default="d", console=self.console)
         return {"o": "once", "t": "task"}.get(pick, "deny")  # type: ignore[return-value]
