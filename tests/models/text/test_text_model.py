@@ -315,3 +315,21 @@ def test_cli_prompt_prints_the_protocol_block() -> None:
     result = CliRunner().invoke(protocol_app, ["prompt"])
     assert result.exit_code == 0
     assert result.stdout.startswith("<agent_protocol>") and "## terminal.exec" in result.stdout
+
+
+async def test_surfaces_never_see_protocol_text(root: Path) -> None:
+    """Seed 003 ch. 04 buffering rule: a reply that is a tool call is never chat text."""
+    transport = ScriptedTransport([_write("a.txt", "hello", "Writing a.txt."), _final()])
+    bus = EventBus()
+    streamed: list[str] = []
+    bus.subscribe(
+        lambda ev: (
+            streamed.append(str(ev.payload.get("delta", "")))
+            if ev.type == "model.streaming"
+            else None
+        )
+    )
+    result = await _agent(transport, root, bus=bus).run("write a.txt")
+    assert result.ok
+    assert streamed == ["Writing a.txt.", "Done: wrote a.txt and read it back."]
+    assert not any("<" in text for text in streamed)
