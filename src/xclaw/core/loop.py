@@ -199,8 +199,8 @@ def record_protocol_error(state: RunState, deps: LoopDeps, err: ProtocolViolatio
             code="LIMIT_PROTOCOL_ERRORS",
         )
     if err.reply_text:
-        state.append(Message("assistant", (TextPart(err.reply_text),)), "llm_call")
-    state.append(Message.user(err.feedback or str(err)), "system_alert")
+        state.append(Message("assistant", (TextPart(err.reply_text),)), "protocol")
+    state.append(Message.user(err.feedback or str(err)), "protocol")
 
 
 def refuse_completion(state: RunState, deps: LoopDeps, reminder: str) -> None:

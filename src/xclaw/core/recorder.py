@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from xclaw.core.events import Event
     from xclaw.core.state import RunState, ToolCallRecord
 
-MessageKind = Literal["user_input", "llm_call", "system_alert"]
+MessageKind = Literal["user_input", "llm_call", "system_alert", "protocol"]
+"""``protocol``: a transport-level exchange (a malformed reply and the request to resend).
+It is traced, but never enters the canonical transcript."""
 
 
 @dataclass(frozen=True, slots=True)

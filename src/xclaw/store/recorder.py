@@ -119,6 +119,16 @@ class SessionRecorder:
             if duration_ms is not None:
                 step.started_at = step.ended_at - duration_ms / 1000  # type: ignore[operator]
             self.llm_step = step.step_id
+        elif kind == "protocol":  # traced only: transport details never enter the transcript
+            step = self._new_step(
+                "system_alert",
+                "protocol",
+                state.turn,
+                self.last_step,
+                input={"role": msg.role, "text": redact(msg.text)},
+            )
+            self.last_step = step.step_id
+            return
         else:
             name = "user" if kind == "user_input" else "system"
             step = self._new_step(
