@@ -14,6 +14,7 @@ Run: ``make bench`` (or ``python bench/resume_bench.py 10000``).
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import statistics
@@ -161,6 +162,8 @@ def main(steps: int) -> None:
             f"{db.stat().st_size / 1e6:.1f} MB, built in {time.perf_counter() - built:.1f}s; "
             f"peer history JSON {history_file.stat().st_size / 1e6:.1f} MB"
         )
+        del items  # a real `xclaw resume` process holds no second copy of the history
+        gc.collect()
         ours = [xclaw_resume_ms(root, db, sid, work) for _ in range(REPEATS)]
         peer = [pydantic_ai_resume_ms(root, history_file) for _ in range(REPEATS)]
     ours_ms, peer_ms = statistics.median(ours), statistics.median(peer)

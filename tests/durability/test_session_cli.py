@@ -242,3 +242,67 @@ def test_status_shows_processes_left_by_a_killed_run(tmp_path: Path) -> None:
     _wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in leftovers), 10)
     after = cli("status", "-C", str(root))
     assert "process proc_01" not in after.stdout
+
+
+def test_resume_without_an_id_takes_the_latest_unfinished_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from xclaw.cli.app import app
+
+    project = tmp_path / "p"
+    project.mkdir()
+    script = tmp_path / "s.yaml"
+    script.write_text("- text: done\n")
+    runner = CliRunner()
+    none = runner.invoke(app, ["resume", "-C", str(project)])
+    assert none.exit_code == 2 and "SESSION_NOT_FOUND" in none.stderr
+    first = runner.invoke(
+        app,
+        [
+            "run",
+            "-C",
+            str(project),
+            "--model",
+            f"scripted:{script}",
+            "--max-turns",
+            "1",
+            "say done",
+        ],
+    )
+    assert first.exit_code == 0, first.output
+    finished = runner.invoke(app, ["resume", "-C", str(project)])
+    assert finished.exit_code == 2 and "SESSION_NOT_FOUND" in finished.stderr
+
+
+def test_resume_without_an_id_continues_the_paused_session(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from xclaw.cli.app import app
+
+    project = tmp_path / "q"
+    project.mkdir()
+    script = tmp_path / "t.yaml"
+    script.write_text(
+        "- tool_calls: [{name: fs.write, arguments: {path: a.txt, content: A}}]\n"
+        "- text: wrote a.txt\n"
+    )
+    runner = CliRunner()
+    first = runner.invoke(
+        app,
+        [
+            "run",
+            "-C",
+            str(project),
+            "--model",
+            f"scripted:{script}",
+            "--max-turns",
+            "1",
+            "write a.txt",
+        ],
+    )
+    assert first.exit_code == 3 and "LIMIT_TURNS" in first.stdout
+    again = runner.invoke(app, ["resume", "-C", str(project)])
+    assert again.exit_code == 0, again.output
+    assert "wrote a.txt" in again.stdout and (project / "a.txt").read_text() == "A"

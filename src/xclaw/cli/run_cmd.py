@@ -22,6 +22,7 @@ from xclaw.core.state import RunControl, RunResult
 
 if TYPE_CHECKING:
     from xclaw.coding.agent import Agent
+    from xclaw.store.base import SessionRecord
 
 EXIT_CODES = {"completed": 0, "failed": 1, "interrupted": 3}
 
@@ -102,8 +103,39 @@ def run(
     _finish(asyncio.run(_drive(agent, lambda control: agent.run(task, control=control))), agent)
 
 
+def _session_to_resume(session_id: str | None, directory: Path) -> SessionRecord:
+    from xclaw.store.sqlite import open_store
+
+    store = open_store()
+    if session_id is not None:
+        session = store.get_session(session_id)
+        if session is None:
+            raise ConfigError(
+                f"There is no session {session_id!r}.",
+                code="SESSION_NOT_FOUND",
+                hint="List sessions with `xclaw sessions`.",
+            )
+        return session
+    root = str(directory.resolve())
+    for candidate in store.list_sessions(root=root, limit=20):
+        if candidate.state != "success":
+            return candidate
+    raise ConfigError(
+        f"No unfinished session for {root}.",
+        code="SESSION_NOT_FOUND",
+        hint="Pass a session id (see `xclaw sessions`) or -C the project directory.",
+    )
+
+
 def resume(
-    session_id: Annotated[str, typer.Argument(help="Session id (see `xclaw sessions`).")],
+    session_id: Annotated[
+        str | None,
+        typer.Argument(
+            help="Session id (see `xclaw sessions`); default: the latest unfinished "
+            "session of the -C directory."
+        ),
+    ] = None,
+    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
     model: Annotated[str | None, typer.Option("--model", "-m", help="provider:model")] = None,
     approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
     retry_interrupted: Annotated[
@@ -126,15 +158,7 @@ def resume(
     try:
         if retry_interrupted and skip_interrupted:
             raise ConfigError("Choose one of --retry-interrupted and --skip-interrupted.")
-        from xclaw.store.sqlite import open_store
-
-        session = open_store().get_session(session_id)
-        if session is None:
-            raise ConfigError(
-                f"There is no session {session_id!r}.",
-                code="SESSION_NOT_FOUND",
-                hint="List sessions with `xclaw sessions`.",
-            )
+        session = _session_to_resume(session_id, directory)
         spec = model or session.meta.get("model_spec")
         agent = _build_agent(Path(session.root), spec, approval, max_turns, base_url)
     except XclawError as err:
@@ -153,7 +177,7 @@ def resume(
             _drive(
                 agent,
                 lambda control: agent.resume(
-                    session_id, control=control, interrupted=choice, fresh_context=fresh
+                    session.id, control=control, interrupted=choice, fresh_context=fresh
                 ),
             )
         )

@@ -29,11 +29,11 @@ from xclaw.core.events import EventBus, EventType
 from xclaw.core.hooks import BeforeModelCall, Hooks
 from xclaw.core.limits import Limits
 from xclaw.core.loop import LoopDeps, finish, run_loop
-from xclaw.core.messages import Message
+from xclaw.core.messages import Message, ToolCallPart, ToolResultPart
 from xclaw.core.model import Model
 from xclaw.core.recorder import NULL_RECORDER, Recorder
 from xclaw.core.resume import RESUME_REMINDER, InterruptedChoice, settle_pending
-from xclaw.core.state import RunControl, RunResult, RunState
+from xclaw.core.state import RunControl, RunResult, RunState, ToolCallRecord
 from xclaw.core.tooling import Approver
 from xclaw.dirs import run_output_dir
 from xclaw.models.fallback import FallbackModel, OnEvent
@@ -140,7 +140,10 @@ class Agent:
         interrupted: InterruptedChoice | None = None,
         fresh_context: bool = False,
     ) -> RunResult:
-        """Continue a recorded session after a crash, a stop or a pause."""
+        """Continue a recorded session after a crash, a stop or a pause.
+
+        The result's tool calls and metrics cover the whole session, earlier runs included.
+        """
         store = self._require_store()
         session = self._resumable_session(store, session_id)
         items, history = _load_history(store, session_id)
@@ -162,12 +165,34 @@ class Agent:
         if len(messages) == 1:  # rewound to before the task itself
             state.append(Message.user(task_message(session.task, self.workdir)), "user_input")
         workspace = Workspace(self.workdir, output_dir=run_output_dir(session_id))
+        self._restore_evidence(state, workspace)
         # Interrupted calls are settled on the full history even when the model then
         # continues in a fresh context: nothing is dropped or silently run again.
         restart = (lambda: self._fresh_context(state, store, session)) if fresh_context else None
         return await self._drive(
             state, workspace, settle=interrupted, resuming=True, fresh_context=restart
         )
+
+    def _restore_evidence(self, state: RunState, workspace: Workspace) -> None:
+        """Earlier runs' tool calls count for the completion gate, checkpoints and metrics;
+        they are rebuilt when first needed, not before the model is asked to continue."""
+        messages = list(state.messages)
+
+        def earlier() -> list[ToolCallRecord]:
+            enabled = gc.isenabled()
+            gc.disable()  # thousands of small acyclic objects: no collections meanwhile
+            try:
+                records = history_records(messages, self.registry)
+            finally:
+                if enabled:
+                    gc.enable()
+            for rec in records:
+                path = rec.input.get("path")
+                if rec.result.ok and rec.risk == "write" and isinstance(path, str):
+                    workspace.note_change(path)
+            return records
+
+        state.history = earlier
 
     def run_sync(self, task: str, **kwargs: Any) -> RunResult:
         return asyncio.run(self.run(task, **kwargs))
@@ -333,6 +358,38 @@ def _load_history(store: Store, session_id: str) -> tuple[list[TranscriptItem], 
     finally:
         if enabled:
             gc.enable()
+
+
+def history_records(messages: list[Message], registry: ToolRegistry) -> list[ToolCallRecord]:
+    """Tool calls and their results as recorded in a conversation, in order."""
+    records: list[ToolCallRecord] = []
+    calls: dict[str, tuple[ToolCallPart, int]] = {}
+    kinds: dict[str, tuple[bool, str]] = {t.name: (t.read_only, str(t.risk)) for t in registry}
+    turn = 0
+    for msg in messages:  # hot on resume of long sessions: plain loops, no helpers
+        if msg.role == "assistant":
+            turn += 1
+            for part in msg.parts:
+                if isinstance(part, ToolCallPart):
+                    calls[part.call_id] = (part, turn)
+        elif msg.role == "tool":
+            for part in msg.parts:
+                if isinstance(part, ToolResultPart) and part.call_id in calls:
+                    call, at = calls.pop(part.call_id)
+                    read_only, risk = kinds.get(call.name, (True, "read"))
+                    records.append(
+                        ToolCallRecord(
+                            call.call_id,
+                            call.name,
+                            call.arguments,
+                            part.result,
+                            at,
+                            0.0,
+                            read_only,
+                            risk,
+                        )
+                    )
+    return records
 
 
 def _paused_reason(pending: dict[str, Any]) -> str:

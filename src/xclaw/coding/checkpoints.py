@@ -18,12 +18,12 @@ def build_checkpoint(state: RunState, workspace: Workspace) -> dict[str, Any]:
             "exit_code": r.result.data.get("exit_code"),
             "turn": r.turn,
         }
-        for r in state.records
+        for r in state.all_records()
         if r.name == "terminal.exec"
     ][-10:]
     open_items = [
         f"{r.name} failed at turn {r.turn}: {r.result.error_code}"
-        for r in state.records[-20:]
+        for r in state.all_records()[-20:]
         if not r.result.ok
     ]
     return {

@@ -36,7 +36,7 @@ def _is_verification(rec: ToolCallRecord) -> bool:
 
 def evidence_gate(state: RunState) -> str | None:
     wants_change, wants_verify = task_requirements(state.task)
-    records = state.records
+    records = state.all_records()
     if wants_change and not any(r.result.ok and not r.read_only for r in records):
         return (
             "The task asks for changes, but no tool call has changed anything successfully "

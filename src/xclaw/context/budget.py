@@ -318,7 +318,7 @@ def budget_hook(
             model=model,
             task=state.task,
             turn=state.turn,
-            known_files=changed_files(state.records),
+            known_files=changed_files(state.all_records()),
         )
         stats = state.extra.setdefault(
             "context",

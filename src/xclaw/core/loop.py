@@ -232,5 +232,11 @@ def finish(state: RunState, deps: LoopDeps, status: str, reply: str, reason: str
     )
     emit(deps, state, kind, reply=reply, reason=reason, metrics=metrics.to_dict())
     return RunResult(
-        state.session_id, state.status, reason, reply, state.records, state.messages, metrics
+        state.session_id,
+        state.status,
+        reason,
+        reply,
+        state.all_records(),
+        state.messages,
+        metrics,
     )

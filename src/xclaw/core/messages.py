@@ -63,15 +63,17 @@ class ToolResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ToolResult:
-        """Inverse of ``to_dict`` (for results read back from a store)."""
+        """Inverse of ``to_dict`` (for results read back from a store; hot on resume)."""
+        get = d.get
+        data = get("data")
         return cls(
-            ok=bool(d.get("ok")),
-            message=str(d.get("message", "")),
-            data=dict(d.get("data") or {}),
-            error_code=d.get("error_code"),
-            retryable=bool(d.get("retryable", False)),
-            truncated=bool(d.get("truncated", False)),
-            hint=str(d.get("hint", "")),
+            get("ok") is True,
+            str(get("message", "")),
+            data if isinstance(data, dict) else {},
+            get("error_code"),
+            get("retryable") is True,
+            get("truncated") is True,
+            str(get("hint", "")),
         )
 
     def to_model_text(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -90,6 +91,16 @@ class RunState:
     reason: str = ""
     reply: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    history: Callable[[], list[ToolCallRecord]] | None = None  # earlier runs, built on demand
+
+    def all_records(self) -> list[ToolCallRecord]:
+        """This session's tool calls, earlier runs first (a resume builds those lazily, so
+        continuing a long session does not wait for them)."""
+        if self.history is not None:
+            earlier, self.history = self.history(), None
+            self.records[:0] = earlier
+            self.failed_calls += sum(1 for r in earlier if not r.result.ok)
+        return self.records
 
     def append(
         self,
@@ -118,7 +129,7 @@ class RunState:
             self.output_tokens = (self.output_tokens or 0) + output_tokens
 
     def metrics(self) -> RunMetrics:
-        n = len(self.records)
+        n = len(self.all_records())
         return RunMetrics(
             rounds=self.turn,
             tool_calls=n,
@@ -130,7 +141,7 @@ class RunState:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class RunResult:
     """Seed 002's AgentLoopResult: reply, ordered tool calls, messages, metrics."""
 
@@ -147,3 +158,11 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.status == "completed"
+
+    def __repr__(self) -> str:
+        # Compact on purpose: a long session holds tens of thousands of messages.
+        return (
+            f"RunResult(session_id={self.session_id!r}, status={self.status!r}, "
+            f"reason={self.reason!r}, tool_calls={len(self.tool_calls)}, "
+            f"messages={len(self.messages)})"
+        )

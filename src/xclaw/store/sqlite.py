@@ -364,7 +364,7 @@ class SqliteStore(Store):
         with self._lock:
             rows = self._db.execute(_SQL_LOAD_ITEMS, {"session_id": session_id}).fetchall()
         return [
-            TranscriptItem(seq, step_id, turn, from_json(payload, cache_strings=False), created_at)
+            TranscriptItem(seq, step_id, turn, from_json(payload, cache_strings="keys"), created_at)
             for seq, step_id, turn, payload, created_at in rows
         ]
 
@@ -463,6 +463,8 @@ def _make_engine(path: Path, store: SqliteStore) -> Engine:
         # case we test); only an OS crash or power loss may drop the last commits.
         cur.execute("PRAGMA synchronous = NORMAL")
         cur.execute("PRAGMA foreign_keys = ON")
+        cur.execute("PRAGMA mmap_size = 268435456")  # reads of long transcripts skip copies
+        cur.execute("PRAGMA cache_size = -32768")  # 32 MB page cache
         cur.close()
 
     @event.listens_for(engine, "begin")
