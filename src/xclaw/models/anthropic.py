@@ -26,7 +26,6 @@ from xclaw.core.messages import (
 )
 from xclaw.core.model import (
     Finish,
-    Model,
     ModelEvent,
     ModelRequest,
     ReasoningDelta,
@@ -45,7 +44,8 @@ from xclaw.models._http import (
     stream_error,
     stream_incomplete,
 )
-from xclaw.models.presets import Capabilities, Preset
+from xclaw.models._wire import WireModel
+from xclaw.models.presets import Preset
 
 __all__ = ["AnthropicModel"]
 
@@ -65,7 +65,7 @@ _STOP_REASONS = {
 }
 
 
-class AnthropicModel(Model):
+class AnthropicModel(WireModel):
     """A model behind the Anthropic Messages wire format."""
 
     def __init__(
@@ -78,25 +78,16 @@ class AnthropicModel(Model):
         stream: bool = True,
         timeout_s: float = 600.0,
     ) -> None:
-        self.model = model
-        self.preset = preset
-        # Without a preset nothing is known about the model, so nothing is held back.
-        self.profile = preset.profile(model) if preset else Capabilities(vision=True)
-        self.label = preset.name if preset else "anthropic"  # names it in errors
-        self.name = f"{self.label}:{model}"
-        self.stream = stream
+        super().__init__(model, preset, default_label="anthropic", stream=stream)
         # A placeholder key keeps the SDK from looking for credentials on its own (environment,
         # profiles): which key a provider uses is the resolver's decision. Retries are ours.
-        self._client = anthropic.AsyncAnthropic(
+        self._client: anthropic.AsyncAnthropic = anthropic.AsyncAnthropic(
             api_key=api_key or "unused",
             base_url=base_url,
             timeout=timeout_s,
             max_retries=0,
-            default_headers=preset.headers if preset and preset.headers else None,
+            default_headers=self.extra_headers,
         )
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def respond(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         names = ToolNames(spec.name for spec in request.tools)

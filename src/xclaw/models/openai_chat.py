@@ -34,7 +34,6 @@ from xclaw.core.messages import (
 )
 from xclaw.core.model import (
     Finish,
-    Model,
     ModelEvent,
     ModelRequest,
     ReasoningDelta,
@@ -53,6 +52,7 @@ from xclaw.models._http import (
     settle_call_ids,
     stream_incomplete,
 )
+from xclaw.models._wire import WireModel
 from xclaw.models.presets import Preset
 
 __all__ = ["CredentialSource", "OpenAIChatModel"]
@@ -89,7 +89,7 @@ class CredentialSource(Protocol):
         ...
 
 
-class OpenAIChatModel(Model):
+class OpenAIChatModel(WireModel):
     """A model behind the Chat Completions wire format."""
 
     def __init__(
@@ -103,20 +103,17 @@ class OpenAIChatModel(Model):
         timeout_s: float = 600.0,
         credentials: CredentialSource | None = None,
     ) -> None:
-        self.model = model
-        self.preset = preset
-        self.profile = preset.profile(model)
-        self.name = f"{preset.name}:{model}"
-        self.stream = stream
+        super().__init__(model, preset, default_label=preset.name, stream=stream)
+        self.preset: Preset = preset
         self._credentials = credentials
         # A placeholder key keeps the SDK from reading OPENAI_API_KEY by itself: local servers
         # need none, and which variable holds a key is the preset's decision.
-        self._client = openai.AsyncOpenAI(
+        self._client: openai.AsyncOpenAI = openai.AsyncOpenAI(
             api_key=api_key or "unused",
             base_url=base_url,
             timeout=timeout_s,
             max_retries=0,
-            default_headers=preset.headers or None,
+            default_headers=self.extra_headers,
         )
 
     def request_body(self, request: ModelRequest, names: ToolNames) -> dict[str, Any]:
@@ -168,9 +165,6 @@ class OpenAIChatModel(Model):
             return self._client
         api_key, base_url = await self._credentials.credentials()
         return self._client.with_options(api_key=api_key, base_url=base_url)
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
 
 # -- encoding ----------------------------------------------------------------------------------

@@ -24,7 +24,6 @@ from xclaw.core.messages import (
 )
 from xclaw.core.model import (
     Finish,
-    Model,
     ModelEvent,
     ModelRequest,
     ReasoningDelta,
@@ -45,7 +44,8 @@ from xclaw.models._http import (
     stream_error,
     stream_incomplete,
 )
-from xclaw.models.presets import Capabilities, Preset
+from xclaw.models._wire import WireModel
+from xclaw.models.presets import Preset
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -56,7 +56,7 @@ IMAGE_OMITTED = "[an image was omitted: this model cannot read images]"
 _TRANSIENT_CODES = {"server_error", "rate_limit_exceeded", "vector_store_timeout"}
 
 
-class OpenAIResponsesModel(Model):
+class OpenAIResponsesModel(WireModel):
     """A model behind the OpenAI Responses wire format (OpenAI, or a compatible server)."""
 
     def __init__(
@@ -69,25 +69,16 @@ class OpenAIResponsesModel(Model):
         stream: bool = True,
         timeout_s: float = 600.0,
     ) -> None:
-        self.model = model
-        self.preset = preset
-        # Without a preset nothing is known about the model, so nothing is held back.
-        self.profile = preset.profile(model) if preset else Capabilities(vision=True)
-        self.label = preset.name if preset else "openai-responses"  # names it in errors
-        self.name = f"{self.label}:{model}"
-        self.stream = stream
+        super().__init__(model, preset, default_label="openai-responses", stream=stream)
         # A placeholder key keeps the SDK from reading OPENAI_API_KEY on its own: which key a
         # provider uses is the resolver's decision. Retries and failover are ours: max_retries=0.
-        self._client = openai.AsyncOpenAI(
+        self._client: openai.AsyncOpenAI = openai.AsyncOpenAI(
             api_key=api_key or "unused",
             base_url=base_url,
             timeout=timeout_s,
             max_retries=0,
-            default_headers=preset.headers if preset and preset.headers else None,
+            default_headers=self.extra_headers,
         )
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def respond(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         names = ToolNames(spec.name for spec in request.tools)
