@@ -51,7 +51,9 @@ class SessionRecorder:
         self.sid = session.id
         self.batch = WriteBatch(self.sid, create=session if new else None)
         steps, items, events = (0, 0, 0) if new else store.counters(self.sid)
-        self.step_no, self.item_seq, self.event_seq = steps, items, events
+        # After a rollback the numbering continues past the removed steps (never reused).
+        high_water = int(session.meta.get("step_high_water", 0) or 0)
+        self.step_no, self.item_seq, self.event_seq = max(steps, high_water), items, events
         self.last_step: str | None = f"s{steps:04d}" if steps else None
         self.llm_step: str | None = None
         self.tool_steps: dict[str, StepRecord] = {}  # ledger key → its tool_call step

@@ -61,6 +61,7 @@ from xclaw.store.schema import (
     copy_latest_checkpoint,
     copy_rows_up_to,
     copy_session_for_fork,
+    dumps,
     event_row,
     events,
     find_step,
@@ -69,6 +70,7 @@ from xclaw.store.schema import (
     ledger,
     ledger_from_row,
     ledger_row,
+    loads_opt,
     migrate,
     session_from_row,
     session_row,
@@ -287,6 +289,19 @@ class SqliteStore(Store):
     def rollback(self, session_id: str, step_id: str) -> RollbackReport:
         with self._write() as conn:
             number, turn = find_step(conn, session_id, step_id)
+            # Step ids are never handed out twice: the next step continues after the highest.
+            highest = conn.execute(
+                select(func.max(steps.c.number)).where(steps.c.session_id == session_id)
+            ).scalar_one()
+            meta = (
+                loads_opt(
+                    conn.execute(
+                        select(sessions.c.meta).where(sessions.c.id == session_id)
+                    ).scalar()
+                )
+                or {}
+            )
+            meta["step_high_water"] = max(int(meta.get("step_high_water", 0)), int(highest or 0))
             doomed = conn.execute(
                 select(ledger).where(ledger.c.session_id == session_id, ledger.c.step_no >= number)
             ).all()
@@ -308,7 +323,13 @@ class SqliteStore(Store):
             conn.execute(
                 update(sessions)
                 .where(sessions.c.id == session_id)
-                .values(state="paused", phase="ROLLED_BACK", pending=None, updated_at=time.time())
+                .values(
+                    state="paused",
+                    phase="ROLLED_BACK",
+                    pending=None,
+                    meta=dumps(meta),
+                    updated_at=time.time(),
+                )
             )
         irreversible = [
             entry
