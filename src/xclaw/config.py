@@ -54,12 +54,19 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def load_config(project: Path | None = None) -> XclawConfig:
     """User file, overridden by the project file, overridden by XCLAW_* variables."""
-    merged: dict[str, Any] = {}
-    files = [config_dir() / "xclaw.yaml"]
+    merged: dict[str, Any] = _read_yaml(config_dir() / "xclaw.yaml")
     if project is not None:
-        files.append(project / "xclaw.yaml")
-    for f in files:
-        merged.update(_read_yaml(f))
+        local = _read_yaml(project / "xclaw.yaml")
+        if local.get("approval") == "allow":
+            # A project file can be written by anyone who can write the project, the agent
+            # included: it must never be able to turn approvals off.
+            raise ConfigError(
+                f"{project / 'xclaw.yaml'} sets approval: allow, which a project file may not do.",
+                code="CONFIG_UNSAFE",
+                hint="Put it in your user config (~/.config/xclaw/xclaw.yaml) or pass "
+                "--approval allow.",
+            )
+        merged.update(local)
     if os.environ.get("XCLAW_MODEL"):
         merged["model"] = os.environ["XCLAW_MODEL"]
     try:

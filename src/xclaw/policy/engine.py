@@ -25,6 +25,9 @@ from xclaw.tools.base import Workspace
 
 _RISK_ORDER = list(Risk)  # read < write < execute < sensitive < destructive < external
 _ACTION_ORDER = {"allow": 0, "ask": 1, "deny": 2}
+# Files that configure the agent: a model writing them could change how its own next run
+# behaves, so they always need a human.
+_AGENT_CONFIG = frozenset({"xclaw.yaml"})
 _ASKING_RISKS = frozenset({Risk.SENSITIVE, Risk.DESTRUCTIVE, Risk.EXTERNAL})
 
 
@@ -84,6 +87,8 @@ class PolicyEngine:
             why, code = "looks like a credential file", "PATH_SECRET"
         elif write and resolved.inside_root and resolved.rel.split("/")[0] == ".git":
             why, code = "is inside .git, whose hooks and config run code", "PATH_GIT_INTERNAL"
+        elif write and resolved.inside_root and resolved.rel in _AGENT_CONFIG:
+            why, code = "configures xclaw itself", "PATH_AGENT_CONFIG"
         else:
             return
         yield Decision(
