@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_specs import READ
 from wire_server import WireServer
 
 from xclaw import Agent
@@ -28,7 +29,6 @@ from xclaw.core.model import (
     ToolCallEvent,
     Usage,
 )
-from xclaw.core.tooling import Risk, ToolSpec
 from xclaw.models.anthropic import AnthropicModel
 from xclaw.models.openai_chat import OpenAIChatModel
 from xclaw.models.openai_responses import OpenAIResponsesModel
@@ -227,14 +227,6 @@ APIS = [
         lambda url: AnthropicModel("m", base_url=url, api_key="k", preset=preset("anthropic")),
     ),
 ]
-
-READ = ToolSpec(
-    "fs.read",
-    "Read a file.",
-    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-    read_only=True,
-    risk=Risk.READ,
-)
 
 
 async def decode(api: Api, server: WireServer) -> list[list[ModelEvent]]:

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from tool_specs import LIST, READ
 from wire_server import WireServer
 
 from xclaw.core.errors import ModelRequestRejected, ModelUnavailable, ProtocolViolation
@@ -28,18 +29,10 @@ from xclaw.core.model import (
     ToolCallEvent,
     Usage,
 )
-from xclaw.core.tooling import Risk, ToolSpec
+from xclaw.core.tooling import ToolSpec
 from xclaw.models.anthropic import AnthropicModel
 from xclaw.models.presets import Capabilities, Preset
 
-READ = ToolSpec(
-    "fs.read",
-    "Read a file.",
-    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-    read_only=True,
-    risk=Risk.READ,
-)
-LIST = ToolSpec("fs.list", "List a directory.", {"type": "object"}, read_only=True, risk=Risk.READ)
 THINKER = Preset(
     name="anthropic-test",
     api="anthropic",

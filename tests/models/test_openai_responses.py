@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from tool_specs import LIST, READ
 from wire_server import WireServer, unused_url
 
 from xclaw.core.errors import ModelRequestRejected, ModelUnavailable, ProtocolViolation
@@ -31,16 +32,6 @@ from xclaw.core.model import (
 from xclaw.core.tooling import Risk, ToolSpec
 from xclaw.models.openai_responses import OpenAIResponsesModel
 from xclaw.models.presets import Capabilities, Preset
-
-READ = ToolSpec(
-    "fs.read",
-    "Read a file.",
-    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-    read_only=True,
-    risk=Risk.READ,
-)
-LIST = ToolSpec("fs.list", "List a directory.", {"type": "object"}, read_only=True, risk=Risk.READ)
-
 
 REASONING = Preset(
     name="openai-test",
