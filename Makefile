@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-APT_PACKAGES := git ripgrep bubblewrap
+APT_PACKAGES := git ripgrep bubblewrap util-linux
 STAMP := $(VENV)/.installed
 
 .PHONY: deps sysdeps demo test lint bench clean conformance
@@ -46,6 +46,7 @@ bench: deps
 	$(BIN)/python bench/loop_overhead.py
 	$(BIN)/python bench/durable_loop.py
 	$(BIN)/python bench/resume_bench.py
+	$(BIN)/python bench/sandbox_exec.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -33,11 +33,52 @@ class LimitsConfig(BaseModel):
         return Limits(**self.model_dump())
 
 
+SandboxMode = Literal["auto", "bwrap", "host", "full"]
+
+
+class SandboxConfig(BaseModel):
+    """Where commands run (see xclaw.sandbox). Only your user config or a flag may weaken it."""
+
+    model_config = ConfigDict(extra="forbid")
+    mode: SandboxMode | None = None
+    read_only_paths: list[str] = Field(default_factory=list)  # extra folders shown read-only
+    env_passthrough: list[str] = Field(default_factory=list)  # extra variable names passed
+    # Run commands as another user (seed 003: AGENT_RUN_UID / AGENT_RUN_GID also work).
+    run_as_uid: int | None = Field(None, ge=1)
+    run_as_gid: int | None = Field(None, ge=1)
+
+    def options(self) -> Any:
+        from xclaw.sandbox import BwrapOptions
+
+        paths = tuple(Path(os.path.expanduser(p)) for p in self.read_only_paths)
+        uid = self.run_as_uid or _int_env("AGENT_RUN_UID")
+        gid = self.run_as_gid or _int_env("AGENT_RUN_GID") or uid
+        return BwrapOptions(
+            read_only_paths=paths,
+            env_passthrough=tuple(self.env_passthrough),
+            run_as=(uid, gid) if uid and gid else None,
+        )
+
+
+def _int_env(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) == 0:
+        raise ConfigError(
+            f"{name}={raw!r} is not a user id above 0.",
+            code="CONFIG_INVALID",
+            hint=f"Set {name} to the numeric id of an unprivileged user, or unset it.",
+        )
+    return int(raw)
+
+
 class XclawConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str | None = None
     approval: ApprovalMode | None = None
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -50,6 +91,21 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a mapping", hint="Fix the file.")
     return data
+
+
+def _refuse_weakening_sandbox(path: Path, sandbox: object) -> None:
+    """A project file may choose bwrap or full, never host mode or wider visibility."""
+    if not isinstance(sandbox, dict):
+        return
+    widening = ("read_only_paths", "env_passthrough", "run_as_uid", "run_as_gid")
+    if sandbox.get("mode") == "host" or any(sandbox.get(key) for key in widening):
+        raise ConfigError(
+            f"{path} weakens the sandbox (host mode, read_only_paths, env_passthrough or "
+            "run_as), "
+            "which a project file may not do.",
+            code="CONFIG_UNSAFE",
+            hint="Put it in your user config (~/.config/xclaw/xclaw.yaml) or pass --sandbox host.",
+        )
 
 
 def load_config(project: Path | None = None) -> XclawConfig:
@@ -66,6 +122,7 @@ def load_config(project: Path | None = None) -> XclawConfig:
                 hint="Put it in your user config (~/.config/xclaw/xclaw.yaml) or pass "
                 "--approval allow.",
             )
+        _refuse_weakening_sandbox(project / "xclaw.yaml", local.get("sandbox"))
         merged.update(local)
     if os.environ.get("XCLAW_MODEL"):
         merged["model"] = os.environ["XCLAW_MODEL"]

@@ -121,8 +121,10 @@ def test_reads_inside_the_root_work(root: Path) -> None:
     ],
 )
 def test_dangerous_commands_are_refused_under_deny(
-    root: Path, outside: Path, program: str, argv: list[str]
+    root: Path, outside: Path, program: str, argv: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Host mode: nothing contains the program, so the policy is the only boundary.
+    monkeypatch.setenv("XCLAW_SANDBOX", "host")
     (root / "keep").mkdir()
     (root / "keep" / "file").write_text("x")
     subprocess.run(["git", "init", "-q", str(root)], check=True)

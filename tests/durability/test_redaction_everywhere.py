@@ -14,6 +14,7 @@ shown from them passes through redaction.
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -22,10 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from xclaw import Agent, Limits, Risk, ScriptedModel, ToolResult, tool
 from xclaw.cli.app import app
+from xclaw.cli.render import LiveView
+from xclaw.core.events import Event
+from xclaw.redact import load_environment_secrets
 from xclaw.store.export import FORMATS
 from xclaw.store.sqlite import open_store
 from xclaw.tools.base import ToolContext
@@ -34,12 +39,25 @@ OPENAI = "sk-proj-Q7wErTyUiOpAsDfGhJkLzXcV"
 GITHUB = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 AWS = "AKIAQ3EXAMPLEKEY7XYZ"
 ASSIGNED = "hunter2plainsecretvalue"  # only recognisable by its name: OPENAI_API_KEY=...
+PEM_LINE = "MIIEpAIBAAKCAQEAq9Zx3Wv7Lp2Rt8Yk4Nb6Jc1Hd5Fg0Ms"  # a private key's body
+JSON_SECRET = "jsonClientSecretQ1w2E3r4"  # {"client_secret": "..."}
+URL_PASSWORD = "urlPassZ9x8C7v6B5n4"  # postgres://app:...@db/app
+ENV_VALUE = "planted-secret-123"  # the value of our own MYSQL_PWD, in a file the model reads
 SECRETS = {
     "openai": "Q7wErTyUiOpAsDfGhJkLzXcV",
     "github": "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
     "aws": "Q3EXAMPLEKEY7XYZ",
     "assigned": ASSIGNED,
+    "pem": PEM_LINE,
+    "json": JSON_SECRET,
+    "url": URL_PASSWORD,
+    "env": ENV_VALUE,
 }
+PEM = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{PEM_LINE}\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
+SERVICE_JSON = json.dumps(
+    {"client_id": "app-42", "client_secret": JSON_SECRET, "db": {"password": JSON_SECRET}}
+)
+DB_CONF = f"DATABASE_URL=postgres://app:{URL_PASSWORD}@db.internal:5432/app\n"
 WINDOW = 12
 TASK = f"Tidy the notes. The deploy token {OPENAI} must stay private."
 WIDE = {"COLUMNS": "250"}
@@ -70,12 +88,17 @@ def script_turns() -> list[dict[str, Any] | str]:
             "fs.write", path="config.txt", content=f"github = {GITHUB}\nOPENAI_API_KEY={ASSIGNED}"
         ),
         call("terminal.exec", program="cat", argv=["notes.txt", "config.txt"]),
+        call("terminal.exec", program="cat", argv=["keyring.txt", "service.json", "db.conf"]),
+        call("fs.read", path="dump.txt"),
+        call("fs.write", path="copy.json", content=SERVICE_JSON + PEM),
         call("terminal.exec", program="echo", argv=[f"token={OPENAI}", AWS]),
         call("terminal.exec", program="tee", argv=["-a", "log.txt"], stdin=f"{GITHUB}\n"),
         # Long values get shortened for display: the cut must not leave a piece of a key.
         call("fs.write", path="pad.txt", content="x" * 18 + GITHUB),
         call("fs.write", path="pad2.txt", content="p" * 50 + GITHUB),
-        f"Done. For the record the keys were {AWS} and {GITHUB} and OPENAI_API_KEY={ASSIGNED}.",
+        f"Done. For the record the keys were {AWS} and {GITHUB} and OPENAI_API_KEY={ASSIGNED}, "
+        f"the database is postgres://app:{URL_PASSWORD}@db/app, mysql wants {ENV_VALUE} and "
+        f"the deploy key is\n{PEM}",
     ]
 
 
@@ -87,8 +110,24 @@ def trace_and_log_rows(db_path: Path) -> str:
 
 
 @pytest.fixture
-def finished_run(root: Path, tmp_path: Path) -> Iterator[tuple[Path, str, str]]:
+def our_secret_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``MYSQL_PWD`` in xclaw's own environment; read as a new process reads it, on first use."""
+    monkeypatch.setenv("MYSQL_PWD", ENV_VALUE)
+    load_environment_secrets()
+    yield
+    monkeypatch.delenv("MYSQL_PWD")
+    load_environment_secrets()
+
+
+@pytest.fixture
+def finished_run(
+    root: Path, tmp_path: Path, our_secret_env: None
+) -> Iterator[tuple[Path, str, str]]:
     (root / "notes.txt").write_text(f"OPENAI_API_KEY={ASSIGNED}\naws {AWS}\n")
+    (root / "keyring.txt").write_text(PEM)
+    (root / "service.json").write_text(SERVICE_JSON)
+    (root / "db.conf").write_text(DB_CONF)
+    (root / "dump.txt").write_text(f"mysql session password: {ENV_VALUE} (from the env)\n")
     script = tmp_path / "leaky.jsonl"
     script.write_text("".join(json.dumps(t) + "\n" for t in script_turns()))
     out = cli("run", "-C", str(root), "--approval", "deny", "--model", f"scripted:{script}", TASK)
@@ -168,3 +207,31 @@ async def test_paused_decision_shown_by_status_holds_no_keys(root: Path) -> None
     printed = cli("status", "-C", str(root))
     assert "waiting for your decision" in printed and "vault.store" in printed
     assert leaks(printed) == [], printed
+
+
+def test_live_view_holds_no_keys(our_secret_env: None) -> None:
+    """Streamed pieces cut keys and key blocks anywhere; the view still shows none of them."""
+    buf = io.StringIO()
+    view = LiveView(Console(file=buf, width=250, highlight=False))
+    text = f"cat: {SERVICE_JSON}\n{PEM}{DB_CONF}token={OPENAI} {AWS} {ENV_VALUE}\nend\n"
+    call = {"name": "terminal.exec", "arguments": {"program": "cat", "argv": ["service.json"]}}
+    view(Event("tool.proposed", "s", 1, call, "c1"))
+    for i in range(0, len(text), 7):  # seven characters at a time, split mid-key
+        view(Event("tool.output", "s", 1, {"stream": "stdout", "text": text[i : i + 7]}, "c1"))
+    done = {"name": "terminal.exec", "ok": True, "message": f"ran with {ENV_VALUE}"}
+    view(Event("tool.completed", "s", 1, {**done, "duration_ms": 3}, "c1"))
+    for i in range(0, len(text), 5):
+        view(Event("model.streaming", "s", 1, {"delta": text[i : i + 5]}))
+    view(Event("model.message_complete", "s", 1, {"text": text}))
+    shown = buf.getvalue()
+    assert "app-42" in shown and "end" in shown and "[REDACTED]" in shown
+    assert leaks(shown) == [], shown
+
+
+def test_live_view_masks_arguments_named_as_secrets() -> None:
+    buf = io.StringIO()
+    view = LiveView(Console(file=buf, width=250, highlight=False))
+    args = {"name": "db", "password": "short1", "config": {"api_key": "abc123"}}
+    view(Event("tool.proposed", "s", 1, {"name": "vault.store", "arguments": args}, "c1"))
+    shown = buf.getvalue()
+    assert "name=db" in shown and "short1" not in shown and "abc123" not in shown

@@ -6,6 +6,7 @@ real ``xclaw run`` process so that ``status`` has a live process to show.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -185,7 +186,10 @@ def _pids_in(root: Path) -> list[int]:
     return found
 
 
-def test_status_shows_processes_left_by_a_killed_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["host", "bwrap"])
+def test_status_shows_processes_left_by_a_killed_run(tmp_path: Path, mode: str) -> None:
+    """On the host a killed run leaves its processes behind and status names them; in the
+    sandbox they die with the run (their namespace does), so nothing is left to name."""
     root = new_root(tmp_path, "server")
     model = script(
         tmp_path / "server.jsonl",
@@ -206,9 +210,14 @@ def test_status_shows_processes_left_by_a_killed_run(tmp_path: Path) -> None:
             "never reached",
         ],
     )
-    argv = [sys.executable, "-m", "xclaw", "run", "-C", str(root), "--approval", "deny"]
+    # Host mode asks before any program that is not read-only: allow them, knowingly.
+    approval = "allow" if mode == "host" else "deny"
+    argv = [sys.executable, "-m", "xclaw", "run", "-C", str(root), "--approval", approval]
     proc = subprocess.Popen(
-        [*argv, "--model", model, "serve"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [*argv, "--model", model, "serve"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "XCLAW_SANDBOX": mode},
     )
     store = open_store()
     try:
@@ -225,18 +234,22 @@ def test_status_shows_processes_left_by_a_killed_run(tmp_path: Path) -> None:
         started = next(e for e in store.load_ledger(session.id) if e.name == "process.start")
         assert started.result is not None
         server_pid = started.result["data"]["pid"]
+        if mode == "bwrap":
+            _wait_for(lambda: not _pids_in(root), 10)
         out = cli("status", "-C", str(root))
         assert out.exit_code == 0, out.output
         assert session.id in out.stdout and "running" in out.stdout
         assert "phase EXECUTING" in out.stdout
-        assert f"process proc_01 pid {server_pid}" in out.stdout
+        named = f"process proc_01 pid {server_pid}" in out.stdout
+        assert named is (mode == "host")
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         leftovers = _pids_in(root)  # the two sleeps the killed run left behind
         for pid in leftovers:
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         store.close()
     # Gone means reaped (a zombie still answers kill(pid, 0)).
     _wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in leftovers), 10)

@@ -11,6 +11,7 @@ import pytest
 from xclaw.core.messages import ToolCallPart, ToolResult
 from xclaw.core.tooling import Access, Command, Decision, Grant, Policy, PreparedCall, Risk
 from xclaw.policy.engine import PolicyEngine, narrow_path_grant
+from xclaw.sandbox.host import HostSandbox
 from xclaw.tools.base import Tool, Workspace, tool
 from xclaw.tools.registry import ToolRegistry
 
@@ -57,8 +58,10 @@ TOOLS: list[Tool] = [t_read, t_write, t_exec, t_publish, t_copy]
 
 
 class Harness:
-    def __init__(self, root: Path) -> None:
-        self.workspace = Workspace(root)
+    def __init__(self, root: Path, *, host: bool = True) -> None:
+        # host: the deny-list and allow-list as host mode applies them (no sandbox contains
+        # code); otherwise the default sandbox (bwrap), where only what it cannot contain asks.
+        self.workspace = Workspace(root, sandbox=HostSandbox() if host else None)
         self.toolbox = ToolRegistry(TOOLS).bind(self.workspace)
         self.engine = PolicyEngine(self.workspace)
 
@@ -185,9 +188,35 @@ def test_malformed_command_input_never_raises(h: Harness) -> None:
     assert h.run("ls", cwd="a\x00b").code == "PATH_INVALID"
 
 
-def test_safe_command_allows_with_the_tools_risk(h: Harness) -> None:
-    assert h.run("npm", "run", "build") == Decision("allow", Risk.EXECUTE)
-    assert h.run("rm", "file.txt").action == "allow"
+def test_safe_command_allows_with_the_tools_risk(root: Path) -> None:
+    sandboxed = Harness(root, host=False)
+    assert sandboxed.run("npm", "run", "build") == Decision("allow", Risk.EXECUTE)
+    assert sandboxed.run("rm", "file.txt").action == "allow"
+    assert sandboxed.run("bash", "-c", "make && ./a.out").action == "allow"  # contained
+    host = Harness(root)
+    assert host.run("ls", "-la").action == "allow"
+    assert host.run("git", "status").action == "allow"
+    d = host.run("npm", "run", "build")
+    assert (d.action, d.code) == ("ask", "COMMAND_NOT_ALLOWLISTED")
+    assert d.grant == Grant("command", "program npm")
+    host.engine.grant(d.grant)
+    assert host.run("npm", "run", "test").action == "allow"
+
+
+def test_sandbox_still_asks_for_what_it_cannot_contain(root: Path) -> None:
+    h = Harness(root, host=False)
+    assert h.run("curl", "http://127.0.0.1:8000/").action == "allow"
+    d = h.run("curl", "https://example.com/")
+    assert (d.action, d.code, d.network) == ("ask", "COMMAND_NEEDS_NETWORK", True)
+    h.engine.grant(d.grant)
+    assert h.run("curl", "https://example.com/x") == Decision("allow", Risk.SENSITIVE, network=True)
+    assert h.run("git", "send-pack", "origin").code == "COMMAND_PUBLISHES"
+    assert h.run("python3", "-m", "twine", "upload", "dist/*").code == "COMMAND_PUBLISHES"
+    assert h.run("docker", "buildx", "build", "--push", ".").code == "COMMAND_PUBLISHES"
+    assert h.run("cp", "cfg", "xclaw.yaml").code == "COMMAND_PROTECTED_PATH"
+    assert h.run("cp", "x", ".git/hooks/post-commit").code == "COMMAND_PROTECTED_PATH"
+    assert h.run("cp", "x", "sub/.git/config").code == "COMMAND_PROTECTED_PATH"
+    assert h.run("rm", "-rf", "src").code == "COMMAND_NEEDS_APPROVAL"
 
 
 def test_risky_command_asks_with_a_command_grant(h: Harness) -> None:
@@ -208,7 +237,8 @@ def test_command_grant_allows_the_same_rule_only(h: Harness) -> None:
     assert h.run("sudo", "rm", "-rf", "x").action == "ask"
 
 
-def test_command_arguments_outside_the_root_ask(h: Harness, outside: Path) -> None:
+def test_command_arguments_outside_the_root_ask(root: Path, outside: Path) -> None:
+    h = Harness(root, host=False)
     d = h.run("cp", "a.txt", str(outside / "a.txt"))
     assert (d.action, d.risk, d.code) == ("ask", Risk.SENSITIVE, "COMMAND_OUTSIDE_ROOT")
     assert d.targets == (str(outside / "a.txt"),)

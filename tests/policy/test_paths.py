@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 from collections.abc import Iterator
@@ -294,3 +295,64 @@ def test_find_outside_paths_respects_grants_and_cwd(root: Path, outside: Path) -
     assert find_outside_paths([str(outside / "a")], root, extra_roots=[outside]) == []
     assert find_outside_paths(["../a.txt"], root, cwd=root / "sub") == []
     assert find_outside_paths(["../a\x00b", "/etc/\x00x", "x" * 5000], root) == []
+
+
+# --- hard links and OS errors: always a coded refusal, never an exception escaping ---
+
+
+def test_nlink_counts_hard_links_of_regular_files_only(root: Path, outside: Path) -> None:
+    (root / "plain.txt").write_text("x")
+    os.link(outside / "secret.txt", root / "hl.txt")
+    (root / "sub").mkdir()
+    assert resolve_inside_root("plain.txt", root).nlink == 1
+    assert resolve_inside_root("hl.txt", root).nlink == 2
+    assert resolve_inside_root("new.txt", root, write=True).nlink == 0
+    assert resolve_inside_root("sub", root).nlink == 0  # a folder's count is no hard link
+    granted = resolve_inside_root(str(outside / "secret.txt"), root, extra_roots=(outside,))
+    assert granted.nlink == 2
+
+
+def _failing(real: object, err: int, needle: str) -> object:
+    def fail(path: object, *args: object, **kwargs: object) -> object:
+        if needle in os.fspath(path):  # type: ignore[arg-type]
+            raise OSError(err, os.strerror(err), path)
+        return real(path, *args, **kwargs)  # type: ignore[operator]
+
+    return fail
+
+
+@pytest.mark.parametrize(
+    ("err", "code"),
+    [
+        (errno.EACCES, "PATH_INVALID"),
+        (errno.ELOOP, "PATH_INVALID"),
+        (errno.EINVAL, "PATH_CHANGED"),  # readlink on what lstat called a link: swapped
+        (errno.ENOENT, "PATH_CHANGED"),
+    ],
+)
+def test_realpath_oserror_is_a_coded_refusal(
+    root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch, err: int, code: str
+) -> None:
+    monkeypatch.setattr(os.path, "realpath", _failing(os.path.realpath, err, "victim"))
+    for raw, kw in [
+        ("victim/a.txt", {}),
+        (str(outside / "a.txt"), {"extra_roots": (outside / "victim",)}),
+    ]:
+        refusal = denied(raw, root, **kw)
+        assert refusal.code == code and refusal.hint, raw
+    with pytest.raises(PolicyDenied) as info:
+        find_outside_paths(["../victim"], root)
+    assert info.value.code == code
+    with pytest.raises(PolicyDenied) as info:
+        find_outside_paths(["ls"], root, cwd=root / "victim")
+    assert info.value.code == code
+
+
+@pytest.mark.parametrize("err", [errno.EACCES, errno.ELOOP, errno.EIO])
+def test_stat_oserror_is_a_coded_refusal(
+    root: Path, monkeypatch: pytest.MonkeyPatch, err: int
+) -> None:
+    (root / "victim.txt").write_text("x")
+    monkeypatch.setattr(os, "stat", _failing(os.stat, err, "victim"))
+    assert denied("victim.txt", root).code == "PATH_INVALID"
+    assert denied("victim.txt", root, write=True, must_exist=True).code == "PATH_INVALID"

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from xclaw.core.messages import ToolCallPart, ToolResult
 from xclaw.core.tooling import Command, PreparedCall
+from xclaw.sandbox.host import HostSandbox
 from xclaw.tools import _proctree
 from xclaw.tools import exec as exec_mod
 from xclaw.tools.base import Workspace
@@ -67,8 +68,25 @@ def pids_file(root: Path) -> Iterator[Path]:
             os.kill(pid, signal.SIGKILL)
 
 
-def toolbox(root: Path, output_dir: Path | None = None) -> BoundToolbox:
-    return ToolRegistry(exec_tools()).bind(Workspace(root, output_dir=output_dir))
+def toolbox(root: Path, output_dir: Path | None = None, mode: str = "bwrap") -> BoundToolbox:
+    sandbox = HostSandbox() if mode == "host" else None  # None: the default, bwrap
+    workspace = Workspace(root, output_dir=output_dir, sandbox=sandbox)
+    return ToolRegistry(exec_tools()).bind(workspace)
+
+
+def tree_alive(marker: str) -> list[int]:
+    """Live processes whose command line holds ``marker``, seen from the host. Pids a
+    sandboxed program writes are those of its own PID namespace, so they can't be used."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if marker.encode() in Path(f"/proc/{name}/cmdline").read_bytes() and alive(int(name)):
+                found.append(int(name))
+        except OSError:
+            continue
+    return found
 
 
 def prepare(tb: BoundToolbox, args: dict[str, object]) -> PreparedCall:
@@ -213,18 +231,19 @@ def test_head_tail_buffer_matches_head_tail_of_the_whole(chunks: list[str], cap:
     assert buf.render() == head_tail("".join(chunks), cap)
 
 
+@pytest.mark.parametrize("mode", ["bwrap", "host"])
 async def test_timeout_stops_a_tree_that_ignores_sigterm_and_escapes(
-    root: Path, pids_file: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, pids_file: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     monkeypatch.setattr(_proctree, "GRACE_S", 0.4)
     (root / "tree.py").write_text(TREE)
     started = time.monotonic()
     args = {"program": PY, "argv": ["tree.py", str(pids_file)], "timeout_ms": 1500}
-    r = await run(toolbox(root), args)
+    r = await run(toolbox(root, mode=mode), args)
     elapsed = time.monotonic() - started
     pids = read_pids(pids_file)
     assert len(pids) == TREE_SIZE, "every process of the tree should have started"
-    assert [p for p in pids if alive(p)] == []
+    assert tree_alive(str(pids_file)) == []
     assert not r.ok and r.error_code == "COMMAND_TIMEOUT" and "1500 ms" in r.message
     assert r.data["timed_out"] and r.data["signal"] == "SIGKILL" and r.data["exit_code"] is None
     assert r.data["stdout"] == "ready\n"
@@ -238,27 +257,32 @@ async def test_timeout_of_a_polite_program_needs_no_grace(root: Path) -> None:
     assert time.monotonic() - started < 1.5
 
 
+@pytest.mark.parametrize("mode", ["bwrap", "host"])
 async def test_cancellation_stops_the_tree_and_propagates(
-    root: Path, pids_file: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, pids_file: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     monkeypatch.setattr(_proctree, "GRACE_S", 0.3)
     (root / "tree.py").write_text(TREE)
-    tb = toolbox(root)
+    tb = toolbox(root, mode=mode)
     task = asyncio.create_task(run(tb, {"program": PY, "argv": ["tree.py", str(pids_file)]}))
     pids = await wait_for_pids(pids_file, TREE_SIZE)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert [p for p in pids if alive(p)] == []
+    assert len(pids) == TREE_SIZE and tree_alive(str(pids_file)) == []
 
 
+@pytest.mark.parametrize("mode", ["bwrap", "host"])
 async def test_background_process_holding_the_pipes_is_stopped(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     monkeypatch.setattr(exec_mod, "DRAIN_S", 0.2)
-    r = await run(toolbox(root), {"program": "sh", "argv": ["-c", "sleep 30 & echo $!"]})
-    assert r.ok and r.data["background_stopped"] is True
-    assert not alive(int(r.data["stdout"]))
+    args = {"program": "sh", "argv": ["-c", "sleep 30.0271 & echo $!"]}
+    r = await run(toolbox(root, mode=mode), args)
+    assert r.ok
+    # On the host xclaw stops it; in the sandbox its PID namespace ends with the command.
+    assert r.data.get("background_stopped") is (True if mode == "host" else None)
+    assert tree_alive("30.0271") == []
 
 
 async def test_stdin_is_sent_and_closed(root: Path) -> None:

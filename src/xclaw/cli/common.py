@@ -6,23 +6,28 @@ import asyncio
 import signal
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from xclaw.cli.approve import ConsoleApprover
 from xclaw.core.errors import XclawError
 from xclaw.core.state import RunControl
 from xclaw.core.tooling import Approver
 from xclaw.policy.approval import ModeApprover
+from xclaw.redact import redact
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def fail(err: XclawError, exit_code: int = 2) -> NoReturn:
-    err_console.print(f"[red]{err.code}[/]: {err.message}" + (f" {err.hint}" if err.hint else ""))
+    # Messages quote what went wrong (a provider's reply, a path, a value): redacted, and
+    # escaped so a bracket in them is text, not rich markup.
+    text = err.message + (f" {err.hint}" if err.hint else "")
+    err_console.print(f"[red]{escape(err.code)}[/]: {escape(redact(text))}")
     raise typer.Exit(exit_code)
 
 
@@ -63,3 +68,26 @@ def install_interrupt(control: RunControl) -> Callable[[], None]:
         loop.remove_signal_handler(signal.SIGINT)
 
     return remove
+
+
+def sandbox_factory(flag: str | None, cfg: Any) -> Callable[[], Any]:
+    """Choose the sandbox once (so a bad choice fails before the run), warn about host mode
+    in the live view, and return a factory that gives each session its own sandbox."""
+    from xclaw.dirs import config_dir, data_dir
+    from xclaw.sandbox import make_sandbox, requested_mode
+
+    requested = requested_mode(flag, cfg.sandbox.mode)
+    hidden = (data_dir(), config_dir())
+    first = make_sandbox(requested, options=cfg.sandbox.options(), hidden=hidden)
+    if first.warning:
+        console.print(f"[bold yellow]warning:[/] {first.warning}")
+    else:
+        console.print(f"[dim]sandbox: {first.mode}[/]")
+    pending = [first.sandbox]
+
+    def factory() -> Any:
+        if pending:
+            return pending.pop()
+        return make_sandbox(requested, options=cfg.sandbox.options(), hidden=hidden).sandbox
+
+    return factory

@@ -43,6 +43,20 @@ def _version(program: str, flag: str) -> str | None:
     return first[0] if first else path
 
 
+def _sandbox_row() -> tuple[str, str, str]:
+    """Which sandbox commands would get, and why not bwrap when it is not."""
+    from xclaw.sandbox.bwrap import bwrap_problem
+
+    problem = bwrap_problem()
+    if problem is None:
+        return ("sandbox", "ok", "bwrap: commands run confined (default)")
+    return (
+        "sandbox",
+        "warning",
+        f"host mode: {problem}; commands run unconfined and all but read-only ones ask",
+    )
+
+
 def doctor(
     directory: Annotated[Path, typer.Option("-C", "--directory", help="Project to check.")] = Path(
         "."
@@ -59,6 +73,7 @@ def doctor(
         else:
             table.add_row(name, "missing" if required else "optional", hint)
             ok = ok and not required
+    table.add_row(*_sandbox_row())
     try:
         cfg = load_config(directory)
         table.add_row("config", "ok", f"model: {cfg.model or '(none: use --model)'}")

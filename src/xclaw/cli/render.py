@@ -12,7 +12,7 @@ from xclaw.core.events import Event
 from xclaw.core.model import Model
 from xclaw.core.state import RunResult
 from xclaw.models.info import model_info
-from xclaw.redact import redact
+from xclaw.redact import LineRedactor, redact, redact_json
 
 
 def _safe(text: str) -> str:
@@ -22,7 +22,8 @@ def _safe(text: str) -> str:
 
 def summarize_args(arguments: dict[str, Any], limit: int = 100) -> str:
     parts = []
-    for key, value in arguments.items():
+    # redact_json first: a value under a secret's name (``password``) is masked by its key.
+    for key, value in redact_json(arguments).items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         # Redact before shortening: a cut key no longer matches its pattern.
         text = redact(text).replace("\n", "⏎")
@@ -37,7 +38,10 @@ class LiveView:
     def __init__(self, console: Console, *, show_output: bool = True) -> None:
         self.console = console
         self.show_output = show_output
-        self._line = ""  # streamed model text not yet shown (shown a whole line at a time)
+        # Streamed text is shown a whole line at a time, so redaction sees a key in one piece
+        # (and a private key spanning lines as one block): model text, and each tool stream.
+        self._model_text = LineRedactor()
+        self._tool_text: dict[tuple[str | None, str], LineRedactor] = {}
         self._streamed = False
 
     def __call__(self, ev: Event) -> None:
@@ -50,22 +54,20 @@ class LiveView:
         self.console.print(f"[bold]▶ run {ev.session_id}[/] · model {_safe(str(p['model']))}")
 
     def on_model_streaming(self, ev: Event) -> None:
-        # Whole lines only, so redaction sees a key in one piece.
         self._streamed = True
-        self._line += str(ev.payload.get("delta", ""))
-        while "\n" in self._line:
-            line, self._line = self._line.split("\n", 1)
-            self.console.print(f"[dim]│ {_safe(line)}[/]")
+        for line in self._model_text.feed(str(ev.payload.get("delta", ""))):
+            self.console.print(f"[dim]│ {escape(line)}[/]")
 
     def on_model_message_complete(self, ev: Event) -> None:
         if self._streamed:
-            if self._line:
-                self.console.print(f"[dim]│ {_safe(self._line)}[/]")
-            self._line, self._streamed = "", False
+            for line in self._model_text.flush():
+                self.console.print(f"[dim]│ {escape(line)}[/]")
+            self._streamed = False
             return
         text = str(ev.payload.get("text") or "").strip()
         if text and ev.payload.get("tool_calls"):
-            self.console.print(f"[dim]turn {ev.turn}: {_safe(text[:300])}[/]")
+            # Redacted before shortening: a cut key no longer matches its pattern.
+            self.console.print(f"[dim]turn {ev.turn}: {escape(redact(text)[:300])}[/]")
 
     def on_tool_proposed(self, ev: Event) -> None:
         args = summarize_args(ev.payload.get("arguments") or {})
@@ -74,11 +76,20 @@ class LiveView:
     def on_tool_output(self, ev: Event) -> None:
         if not self.show_output:
             return
-        style = "red" if ev.payload.get("stream") == "stderr" else "dim"
-        for line in str(ev.payload.get("text", "")).rstrip("\n").splitlines():
-            self.console.print(f"  [{style}]│ {_safe(line)}[/]")
+        stream = str(ev.payload.get("stream", "stdout"))
+        text = self._tool_text.setdefault((ev.tool_call_id, stream), LineRedactor())
+        self._print_output(stream, text.feed(str(ev.payload.get("text", ""))))
+
+    def _print_output(self, stream: str, lines: list[str]) -> None:
+        style = "red" if stream == "stderr" else "dim"
+        for line in lines:
+            # Redacted whole; split on carriage returns only for display (progress bars).
+            for piece in line.splitlines() or [line]:
+                self.console.print(f"  [{style}]│ {escape(piece)}[/]")
 
     def on_tool_completed(self, ev: Event) -> None:
+        for key in [k for k in self._tool_text if k[0] == ev.tool_call_id]:
+            self._print_output(key[1], self._tool_text.pop(key).flush())
         p = ev.payload
         ms = p.get("duration_ms", 0)
         if p.get("ok"):

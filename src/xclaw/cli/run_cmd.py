@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.prompt import Confirm
 
-from xclaw.cli.common import console, fail, install_interrupt, make_approver
+from xclaw.cli.common import console, fail, install_interrupt, make_approver, sandbox_factory
 from xclaw.cli.render import LiveView, print_summary
 from xclaw.config import load_config
 from xclaw.core.errors import ConfigError, XclawError
@@ -52,6 +52,7 @@ def _build_agent(
     approval: str | None,
     max_turns: int | None,
     base_url: str | None = None,
+    sandbox: str | None = None,
 ) -> Agent:
     from xclaw.coding.agent import Agent  # heavy: imported when a command runs, not for --help
     from xclaw.models.resolve import resolve_model
@@ -65,6 +66,7 @@ def _build_agent(
         limits = replace(limits, max_turns=max_turns)
     bus = EventBus()
     bus.subscribe(LiveView(console))
+    factory = sandbox_factory(sandbox, cfg)
     return Agent(
         model,
         directory,
@@ -74,6 +76,7 @@ def _build_agent(
         keep_processes=_ask_keep,
         store=open_store(),
         model_spec=chosen,
+        sandbox=factory,
     )
 
 
@@ -89,6 +92,9 @@ def run(
     directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
     model: Annotated[str | None, typer.Option("--model", "-m", help="provider:model")] = None,
     approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
+    sandbox: Annotated[
+        str | None, typer.Option("--sandbox", help="auto | bwrap | host | full (default auto)")
+    ] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
     base_url: Annotated[
         str | None,
@@ -97,7 +103,7 @@ def run(
 ) -> None:
     """Run the coding agent on a project (recorded as a session you can resume)."""
     try:
-        agent = _build_agent(directory, model, approval, max_turns, base_url)
+        agent = _build_agent(directory, model, approval, max_turns, base_url, sandbox)
     except XclawError as err:
         fail(err)
     _finish(asyncio.run(_drive(agent, lambda control: agent.run(task, control=control))), agent)
@@ -153,6 +159,9 @@ def resume(
     ] = False,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
     base_url: Annotated[str | None, typer.Option("--base-url")] = None,
+    sandbox: Annotated[
+        str | None, typer.Option("--sandbox", help="auto | bwrap | host | full")
+    ] = None,
 ) -> None:
     """Continue a session after a crash, a stop or a pause, without redoing side effects."""
     try:
@@ -160,7 +169,7 @@ def resume(
             raise ConfigError("Choose one of --retry-interrupted and --skip-interrupted.")
         session = _session_to_resume(session_id, directory)
         spec = model or session.meta.get("model_spec")
-        agent = _build_agent(Path(session.root), spec, approval, max_turns, base_url)
+        agent = _build_agent(Path(session.root), spec, approval, max_turns, base_url, sandbox)
     except XclawError as err:
         fail(err)
     choice: InterruptedChoice | None = (

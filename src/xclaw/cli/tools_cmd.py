@@ -20,6 +20,7 @@ from xclaw.core.messages import ToolCallPart, ToolResult
 from xclaw.core.state import RunState
 from xclaw.core.tooling import Approver, Policy, Toolbox
 from xclaw.dirs import run_output_dir
+from xclaw.redact import redact_json
 
 app = typer.Typer(help="Inspect and call tools directly.", no_args_is_help=True)
 
@@ -60,12 +61,20 @@ def list_tools(
     console.print(table)
 
 
-async def call_once(name: str, arguments: object, root: Path, approver: Approver) -> ToolResult:
+async def call_once(
+    name: str, arguments: object, root: Path, approver: Approver, sandbox: str | None = None
+) -> ToolResult:
     from xclaw.coding.toolset import coding_registry
+    from xclaw.dirs import config_dir, data_dir
     from xclaw.policy.engine import PolicyEngine
+    from xclaw.sandbox import make_sandbox, requested_mode
     from xclaw.tools.base import Workspace
 
     workspace = Workspace(root, output_dir=run_output_dir("tools-call"))
+    choice = make_sandbox(requested_mode(sandbox), hidden=(data_dir(), config_dir()))
+    workspace.sandbox = choice.sandbox
+    if choice.warning:  # stderr: stdout carries the result as JSON
+        typer.echo(f"warning: {choice.warning}", err=True)
     deps = _CallDeps(coding_registry().bind(workspace), PolicyEngine(workspace), approver)
     state = RunState("tools-call", f"call {name}", [])
     # Non-object JSON goes through as-is: prepare() answers it with TOOL_ARGUMENTS_INVALID.
@@ -73,8 +82,7 @@ async def call_once(name: str, arguments: object, root: Path, approver: Approver
     try:
         records = await run_tool_calls(state, deps, [ToolCallPart("call_1", name, args)])
     finally:
-        if workspace.processes is not None:
-            await workspace.processes.stop_all()
+        await workspace.close()
     return records[0].result
 
 
@@ -84,6 +92,9 @@ def call(
     args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
     directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
     approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
+    sandbox: Annotated[
+        str | None, typer.Option("--sandbox", help="auto | bwrap | host | full")
+    ] = None,
 ) -> None:
     """Run one tool call through validation, policy and approval; print the ToolResult."""
     try:
@@ -98,9 +109,12 @@ def call(
                 hint="Pass a JSON object.",
             ) from None
         result = asyncio.run(
-            call_once(name, arguments, directory.resolve(), make_approver(approval))
+            call_once(name, arguments, directory.resolve(), make_approver(approval), sandbox)
         )
     except XclawError as err:
         fail(err)
-    typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
+    # Printed, so redacted: a command's output (``cat .env``) must not put keys on the screen.
+    # The result itself stays whole; only this copy of it is masked.
+    printed = redact_json(json.loads(json.dumps(result.to_dict(), default=str)))
+    typer.echo(json.dumps(printed, indent=2, ensure_ascii=False))
     raise typer.Exit(0 if result.ok else 1)

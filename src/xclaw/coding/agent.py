@@ -73,6 +73,7 @@ class Agent:
         keep_processes: KeepProcesses | None = None,
         model_spec: str | None = None,
         context_budget: bool = True,
+        sandbox: Any = None,
     ) -> None:
         root = Path(workdir).expanduser()
         if not root.is_dir():
@@ -99,6 +100,8 @@ class Agent:
         self.keep_processes = keep_processes
         self.model_spec = model_spec
         self.context_budget = context_budget
+        # A SandboxChoice-like factory result, a Sandbox, or None for the default (auto).
+        self.sandbox_factory = sandbox
 
     async def run(
         self, task: str, *, control: RunControl | None = None, session_id: str | None = None
@@ -130,7 +133,7 @@ class Agent:
             recorder=recorder,
         )
         state.append(Message.user(task_message(task, self.workdir)), "user_input")
-        return await self._drive(state, Workspace(self.workdir, output_dir=run_output_dir(sid)))
+        return await self._drive(state, self._workspace(sid))
 
     async def resume(
         self,
@@ -164,7 +167,7 @@ class Agent:
         self.model.restore(state.messages)
         if len(messages) == 1:  # rewound to before the task itself
             state.append(Message.user(task_message(session.task, self.workdir)), "user_input")
-        workspace = Workspace(self.workdir, output_dir=run_output_dir(session_id))
+        workspace = self._workspace(session_id)
         self._restore_evidence(state, workspace)
         # Interrupted calls are settled on the full history even when the model then
         # continues in a fresh context: nothing is dropped or silently run again.
@@ -193,6 +196,12 @@ class Agent:
             return records
 
         state.history = earlier
+
+    def _workspace(self, session_id: str) -> Workspace:
+        """A run's workspace; its sandbox is new for the session (one network, one pool)."""
+        factory = self.sandbox_factory
+        sandbox = factory() if callable(factory) else factory
+        return Workspace(self.workdir, output_dir=run_output_dir(session_id), sandbox=sandbox)
 
     def run_sync(self, task: str, **kwargs: Any) -> RunResult:
         return asyncio.run(self.run(task, **kwargs))
@@ -290,6 +299,8 @@ class Agent:
             if unsubscribe is not None:
                 unsubscribe()
             kept = await self._settle_processes(workspace)
+            if workspace.sandbox is not None and not kept:
+                await workspace.sandbox.close()
         return replace(result, changed_files=list(workspace.changed_files), kept_processes=kept)
 
     def _listen_to_failovers(self, deps: LoopDeps, state: RunState) -> OnEvent | None:
@@ -334,7 +345,8 @@ class Agent:
         if not running:
             return []
         keep = False
-        if self.keep_processes is not None:
+        # A sandboxed process dies with xclaw (its namespace does): it cannot be kept.
+        if self.keep_processes is not None and workspace.sandbox_mode == "host":
             answer = self.keep_processes(running)
             keep = bool(await answer) if inspect.isawaitable(answer) else bool(answer)
         if keep:

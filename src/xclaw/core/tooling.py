@@ -67,6 +67,7 @@ class Decision:
     code: str = ""
     grant: Grant | None = None
     targets: tuple[str, ...] = ()
+    network: bool = False  # the call needs the network beyond loopback (once approved)
 
 
 ALLOW_READ = Decision("allow", Risk.READ)

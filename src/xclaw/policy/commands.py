@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -24,6 +24,17 @@ from xclaw.policy._argv import (
     short_flags,
     split_string,
 )
+from xclaw.policy.launchers import (
+    CODE_VARIABLES,
+    ENV_OPTIONS,
+    MAX_DEPTH,
+    SHELL_STRING_LAUNCHERS,
+    WRAPPERS,
+    after_options,
+    has_c,
+    normalize_program,
+    unwrap,
+)
 from xclaw.policy.paths import find_outside_paths
 
 
@@ -33,28 +44,24 @@ class CommandVerdict:
     risk: Risk
     reason: str
     rule: str  # what an "allow for task" grant names, e.g. "git push", "rm", "bash -c"
+    runs_code: bool = False  # what it risks is code it runs, which a sandbox contains
 
 
 ALLOW_EXECUTE = CommandVerdict("allow", Risk.EXECUTE, "", "")
 Check = Callable[[str, Sequence[str]], CommandVerdict | None]
-_MAX_DEPTH = 8
 
 
 def _ask(risk: Risk, reason: str, rule: str) -> CommandVerdict:
     return CommandVerdict("ask", risk, reason, rule)
 
 
+def _code(reason: str, rule: str) -> CommandVerdict:
+    """The command would run code of the model's choosing: contained by a sandbox."""
+    return CommandVerdict("ask", Risk.DESTRUCTIVE, reason, rule, runs_code=True)
+
+
 def _inline(rule: str) -> CommandVerdict:
-    return _ask(Risk.DESTRUCTIVE, f"inline code ({rule})", rule)
-
-
-def normalize_program(program: str) -> str:
-    """``/usr/bin/rm`` → ``rm``; ``C:\\Tools\\Git.EXE`` → ``git``."""
-    name = re.split(r"[\\/]", program.strip())[-1].lower()
-    for ext in (".exe", ".cmd", ".bat", ".com"):
-        if name.endswith(ext) and len(name) > len(ext):
-            return name[: -len(ext)]
-    return name
+    return _code(f"inline code ({rule})", rule)
 
 
 # --- interpreters given inline code ----------------------------------------------------
@@ -140,7 +147,7 @@ def _check_interpreter(family: str, args: Sequence[str]) -> CommandVerdict | Non
     if inline:
         return _inline(f"{family} {flag}")
     if (i >= len(args) or args[i] == "-") and not any(a in spec.info for a in args):
-        return _ask(Risk.DESTRUCTIVE, f"code from standard input ({family})", f"{family} {flag}")
+        return _code(f"code from standard input ({family})", f"{family} {flag}")
     return None
 
 
@@ -211,7 +218,7 @@ def _check_git(family: str, args: Sequence[str]) -> CommandVerdict | None:
     # "git config alias.x '!cmd'" stores what "git -c" would pass once: both ask.
     keys = configs + (rest if sub == "config" else [])
     if any(_GIT_EXEC_KEY.match(k.split("=", 1)[0]) for k in keys):
-        return _ask(Risk.DESTRUCTIVE, "git config that runs commands", "git -c")
+        return _code("git config that runs commands", "git -c")
     if sub in ("push", "send-email"):
         return _ask(Risk.EXTERNAL, f"git {sub} sends commits to another machine", f"git {sub}")
     if sub == "clean" and not any(a in ("-n", "--dry-run") for a in rest):
@@ -375,81 +382,18 @@ _CHECKS: dict[str, Check] = {
 }
 
 
-# --- wrappers that run another program -----------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Wrapper:
-    options: Options = field(default_factory=Options)
-    skip_positionals: int = 0  # timeout's duration
-    no_command: str = ""  # letters meaning "no program follows" (command -v, ionice -p)
-
-
-_WRAPPERS: dict[str, _Wrapper] = {
-    # "nice -5 cmd" needs nothing special: digits are no option letters.
-    "nice": _Wrapper(Options(value_short="n", value_long=_w("--adjustment"))),
-    "timeout": _Wrapper(
-        Options(value_short="sk", value_long=_w("--signal --kill-after")),
-        skip_positionals=1,
-    ),
-    "nohup": _Wrapper(),
-    "setsid": _Wrapper(),
-    "busybox": _Wrapper(),
-    "xargs": _Wrapper(
-        Options(
-            value_short="nLIdsPaE",
-            glued_short="ile",
-            value_long=_w("--arg-file --delimiter --max-args --max-procs --max-chars")
-            | _w("--process-slot-var"),
-        )
-    ),
-    "command": _Wrapper(no_command="vV"),
-    "exec": _Wrapper(Options(value_short="a")),
-    "time": _Wrapper(Options(value_short="fo", value_long=_w("--format --output"))),
-    "stdbuf": _Wrapper(Options(value_short="ioe", value_long=_w("--input --output --error"))),
-    "ionice": _Wrapper(
-        Options(value_short="cnpPu", value_long=_w("--class --classdata")),
-        no_command="pPu",
-    ),
-    "npx": _Wrapper(Options(value_short="p", value_long=_w("--package"))),
-    "pnpx": _Wrapper(Options(value_short="p", value_long=_w("--package"))),
-    "bunx": _Wrapper(),
-    "uvx": _Wrapper(Options(value_long=_w("--from --with --python"))),
-}
-
-
-def _unwrap(spec: _Wrapper, args: Sequence[str]) -> list[str]:
-    """The wrapped program and its arguments; empty when none follows."""
-    for a in before_dashdash(args):
-        if not a.startswith("-"):
-            break
-        if set(short_flags(a)) & set(spec.no_command):
-            return []
-    _, i = scan(args, spec.options)
-    return list(args[i + spec.skip_positionals :])
-
-
-# Variables whose value some program runs as code or loads into every process.
-_CODE_VARIABLES = frozenset(
-    {"LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV", "PROMPT_COMMAND"}
-    | {"GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR"}
-    | {"GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "PAGER", "EDITOR", "VISUAL"}
-)
-_ENV_OPTIONS = Options(value_short="uCSP", value_long=_w("--unset --chdir --split-string"))
-
-
 def _unwrap_env(args: Sequence[str], depth: int) -> CommandVerdict:
-    _, i = scan(args, _ENV_OPTIONS)
+    _, i = scan(args, ENV_OPTIONS)
     while i < len(args) and args[i] == "-":  # "env -" is "env -i", options may follow
-        _, more = scan(args[i + 1 :], _ENV_OPTIONS)
+        _, more = scan(args[i + 1 :], ENV_OPTIONS)
         i += 1 + more
     split = split_string(args[:i])
     if split is not None:  # env -S "prog args": the string is a command line of its own
         return _classify("env", [*split, *args[i:]], depth + 1)
     while i < len(args) and "=" in args[i] and not args[i].startswith("="):
         name = args[i].split("=", 1)[0]
-        if name in _CODE_VARIABLES or name.startswith("GIT_CONFIG"):
-            return _ask(Risk.DESTRUCTIVE, f"{name} makes the program run other code", f"env {name}")
+        if name in CODE_VARIABLES or name.startswith("GIT_CONFIG"):
+            return _code(f"{name} makes the program run other code", f"env {name}")
         i += 1
     if i >= len(args):
         return ALLOW_EXECUTE
@@ -469,15 +413,20 @@ def classify_command(program: str, argv: Sequence[str]) -> CommandVerdict:
 
 def _classify(program: str, args: list[str], depth: int) -> CommandVerdict:
     name = normalize_program(program)
-    if depth > _MAX_DEPTH:
-        return _ask(Risk.DESTRUCTIVE, "too many nested launcher programs", name)
+    if depth > MAX_DEPTH:
+        return _code("too many nested launcher programs", name)
     if name == "env":
         return _unwrap_env(args, depth)
-    wrapper = _WRAPPERS.get(name)
+    if name in ("watch",) or (name in ("script", "flock") and has_c(args)):
+        return _inline(SHELL_STRING_LAUNCHERS.get(name, f"{name} -c"))
+    if name in ("npm", "pnpm", "yarn") and args[:1] in (["x"], ["exec"], ["dlx"]):
+        inner = after_options(args[1:])
+        return _classify(inner[0], inner[1:], depth + 1) if inner else ALLOW_EXECUTE
+    wrapper = WRAPPERS.get(name)
     if wrapper is not None:
         if name in ("npx", "pnpx") and any(a in ("-c", "--call") for a in args):
             return _inline(f"{name} -c")
-        inner = _unwrap(wrapper, args)
+        inner = unwrap(wrapper, args)
         return _classify(inner[0], inner[1:], depth + 1) if inner else ALLOW_EXECUTE
     family = _family(name)
     check = _CHECKS.get(family)

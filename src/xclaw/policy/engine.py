@@ -18,9 +18,13 @@ from pathlib import Path
 from xclaw.core.errors import PolicyDenied
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Command, Decision, Grant, PreparedCall, Risk
+from xclaw.policy.allowlist import known_safe
 from xclaw.policy.approval import approval_denied_result, policy_denied_result
+from xclaw.policy.arguments import linked_arguments, protected_arguments
 from xclaw.policy.commands import classify_command
+from xclaw.policy.launchers import normalize_program
 from xclaw.policy.paths import find_outside_paths, is_secret_path, resolve_inside_root
+from xclaw.policy.reach import needs_network, publishes
 from xclaw.tools.base import Workspace
 
 _RISK_ORDER = list(Risk)  # read < write < execute < sensitive < destructive < external
@@ -83,9 +87,14 @@ class PolicyEngine:
         exact = Grant("path", str(resolved.path))
         if exact in ws.grants:
             return
-        if not write and (is_secret_path(resolved.rel) or is_secret_path(raw)):
+        if resolved.nlink > 1:
+            # Another name shares this file's content, maybe outside the root: reading or
+            # writing it here would reach that file without any path saying so.
+            why = f"is a hard link: {resolved.nlink} names share its content"
+            code = "PATH_HARDLINK"
+        elif not write and (is_secret_path(resolved.rel) or is_secret_path(raw)):
             why, code = "looks like a credential file", "PATH_SECRET"
-        elif write and resolved.inside_root and resolved.rel.split("/")[0] == ".git":
+        elif write and resolved.inside_root and ".git" in resolved.rel.split("/"):
             why, code = "is inside .git, whose hooks and config run code", "PATH_GIT_INTERNAL"
         elif write and resolved.inside_root and resolved.rel in _AGENT_CONFIG:
             why, code = "configures xclaw itself", "PATH_AGENT_CONFIG"
@@ -125,18 +134,72 @@ class PolicyEngine:
                 return
             cwd_path = Path(str(err.data["path"]))
         line = shlex.join([command.program, *command.argv])
+        confined = ws.sandbox_mode != "host"
         verdict = classify_command(command.program, command.argv)
-        if verdict.action == "ask" and Grant("command", verdict.rule) not in ws.grants:
-            yield Decision(
-                "ask",
-                verdict.risk,
-                f"{verdict.reason}: {line}",
-                code="COMMAND_NEEDS_APPROVAL",
-                grant=Grant("command", verdict.rule),
+        yield from self._judge_reach(command, line, named=verdict.risk is Risk.EXTERNAL)
+        # Inside a sandbox, code a command runs is contained; what it would destroy in the
+        # project, or send away, is not — those forms still ask (defence in depth).
+        contained = confined and verdict.runs_code
+        if verdict.action == "ask" and not contained and not self._granted(verdict.rule):
+            yield _ask(
+                verdict.risk, f"{verdict.reason}: {line}", "COMMAND_NEEDS_APPROVAL", verdict.rule
             )
-        outside = find_outside_paths(
-            command.argv, ws.root, cwd=cwd_path, extra_roots=ws.extra_roots()
-        )
+        safe = known_safe(command.program, command.argv)
+        program = f"program {normalize_program(command.program)}"
+        granted = self._granted(program) or bool(verdict.rule and self._granted(verdict.rule))
+        if not confined and not safe and not granted:
+            yield _ask(
+                Risk.EXECUTE,
+                f"not a known read-only command, and no sandbox contains it: {line}",
+                "COMMAND_NOT_ALLOWLISTED",
+                program,
+            )
+        yield from self._judge_arguments(command, cwd_path, confined=confined, safe=safe)
+
+    def _granted(self, rule: str) -> bool:
+        return Grant("command", rule) in self.workspace.grants
+
+    def _judge_reach(self, command: Command, line: str, *, named: bool) -> Iterator[Decision]:
+        """Publishing and the network beyond loopback: what no sandbox contains. ``named``:
+        the deny-list already asks for this command as external."""
+        pushed = None if named else publishes(command.program, command.argv)
+        rule = f"publish {normalize_program(command.program)}"
+        if pushed and not self._granted(rule):
+            yield _ask(Risk.EXTERNAL, f"{pushed}: {line}", "COMMAND_PUBLISHES", rule)
+        net = needs_network(command.program, command.argv)
+        if net is None:
+            return
+        rule = f"network {normalize_program(command.program)}"
+        if self._granted(rule):
+            yield Decision("allow", Risk.SENSITIVE, network=True)
+        else:
+            reason = f"{net}; the sandbox allows loopback only: {line}"
+            yield replace(_ask(Risk.SENSITIVE, reason, "COMMAND_NEEDS_NETWORK", rule), network=True)
+
+    def _judge_arguments(
+        self, command: Command, cwd: Path, *, confined: bool, safe: bool
+    ) -> Iterator[Decision]:
+        ws = self.workspace
+        if not safe:
+            for arg, rel in protected_arguments(command.argv, ws.root, cwd):
+                exact = str(ws.root / rel)
+                if Grant("path", exact) not in ws.grants:
+                    yield Decision(
+                        "ask",
+                        Risk.SENSITIVE,
+                        f"{arg!r} names {rel}, which configures git or xclaw",
+                        code="COMMAND_PROTECTED_PATH",
+                        grant=Grant("path", exact),
+                        targets=(exact,),
+                    )
+        # Also in a sandbox: approving opens that folder to the command (a narrow grant).
+        try:
+            outside = find_outside_paths(
+                command.argv, ws.root, cwd=cwd, extra_roots=ws.extra_roots()
+            )
+        except PolicyDenied as err:  # a path changed while it was looked at: fail closed
+            yield Decision("deny", Risk.SENSITIVE, err.message, code=err.code)
+            return
         if outside:
             yield Decision(
                 "ask",
@@ -146,6 +209,23 @@ class PolicyEngine:
                 grant=narrow_path_grant(outside[0][1], ws.root),
                 targets=tuple(str(p) for _, p in outside),
             )
+        if confined:
+            return  # a hard link into the sandboxed project cannot be made from outside it
+        for arg in linked_arguments(command.argv, ws.root, cwd):
+            exact = os.path.realpath(os.path.join(cwd, arg))
+            if Grant("path", exact) not in ws.grants:
+                yield Decision(
+                    "ask",
+                    Risk.SENSITIVE,
+                    f"{arg!r} is a hard link: its other names may be outside the project",
+                    code="PATH_HARDLINK",
+                    grant=Grant("path", exact),
+                    targets=(exact,),
+                )
+
+
+def _ask(risk: Risk, reason: str, code: str, rule: str) -> Decision:
+    return Decision("ask", risk, reason, code=code, grant=Grant("command", rule))
 
 
 def narrow_path_grant(target: Path, root: Path, *, is_dir: bool | None = None) -> Grant | None:
@@ -176,6 +256,8 @@ def _most_severe(decisions: list[Decision]) -> Decision:
     """deny > ask > allow, then by risk. An ask lists every reason and target at once,
     because *allow once* approves the whole call."""
     best = max(decisions, key=lambda d: (_ACTION_ORDER[d.action], _RISK_ORDER.index(d.risk)))
+    if any(d.network for d in decisions) and best.action != "deny":
+        best = replace(best, network=True)
     if best.action != "ask":
         return best
     asks = [d for d in decisions if d.action == "ask"]

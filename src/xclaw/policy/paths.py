@@ -5,14 +5,16 @@ and other special files, symlinks that lead out of the root. Outside the root (`
 absolute paths): PATH_OUTSIDE_ROOT, which the policy engine turns into an approval request;
 the error's ``data["path"]`` holds the resolved target so the engine can name it.
 
-The returned ``path`` is always the fully resolved target. Writers must use it rather than the
-raw string, so a write through a symlink lands on the checked target and never follows a link
-swapped in later. This is policy isolation, not an OS sandbox: a local process racing the
-check (TOCTOU) is out of scope, as the seed says.
+The returned ``path`` is always the fully resolved target, with no symlink left in it. The
+file tools open exactly that path beneath a directory fd with every symlink refused
+(``xclaw.tools._safe_open``), so a folder swapped for a link after this check makes the open
+fail instead of reaching outside. Every OSError met here becomes a coded refusal (PATH_INVALID,
+or PATH_CHANGED when the filesystem changed under the check), never an uncaught exception.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -26,6 +28,9 @@ from xclaw.core.errors import PolicyDenied
 _WINDOWS_FORM = re.compile(r"^(?:[A-Za-z]:|\\|//[^/])")
 # Kernel views and device trees: never regular project data, even when a grant covers them.
 _SPECIAL_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
+# What realpath raises when a link it just saw is gone or no link any more (readlink after
+# lstat): the tree changed under the check, so a retry may well succeed.
+_CHANGED_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EINVAL, errno.ESTALE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,10 @@ class ResolvedPath:
     path: Path  # absolute, symlinks resolved
     rel: str  # relative to the root ("." for the root), or absolute when under a grant
     inside_root: bool
+    # Hard links of a regular-file target; 0 when it is missing or a folder (folders cannot be
+    # hard-linked, their count is only their subfolders). Above 1, another name, maybe outside
+    # the root, shares the content.
+    nlink: int = 0
 
 
 def _deny(code: str, message: str, hint: str, path: Path | None = None) -> PolicyDenied:
@@ -66,6 +75,29 @@ def _within(path: Path, base: Path) -> bool:
     return path == base or base in path.parents
 
 
+def os_refusal(err: OSError, raw: str) -> PolicyDenied:
+    """The coded refusal for an OSError met while checking ``raw``."""
+    if err.errno in _CHANGED_ERRNOS:
+        return _deny(
+            "PATH_CHANGED",
+            f"{raw!r} changed while it was being checked.",
+            "Retry; if it keeps happening, something is changing that folder right now.",
+        )
+    return _deny(
+        "PATH_INVALID",
+        f"{raw!r} cannot be resolved: {err.strerror or type(err).__name__}.",
+        "Check the path and the permissions of its folders.",
+    )
+
+
+def _realpath(path: str | Path, raw: str) -> Path:
+    """os.path.realpath with its OSError coded (a link swapped mid-walk, a vanished cwd)."""
+    try:
+        return Path(os.path.realpath(path))
+    except OSError as err:
+        raise os_refusal(err, raw) from None
+
+
 def resolve_inside_root(
     raw: str,
     root: Path,
@@ -80,13 +112,15 @@ def resolve_inside_root(
     and the caller writes to the resolved ``path``, never through the link.
     """
     check_syntax(raw)
-    root = Path(os.path.realpath(root))
+    root = _realpath(root, raw)
     joined = os.path.join(root, raw)
     # realpath walks component by component, so "link/.." means what the OS means by it;
     # the lexical form only tells a symlink escape apart from a plain outside path.
-    real = Path(os.path.realpath(joined))
+    real = _realpath(joined, raw)
     lexical = Path(os.path.normpath(joined))
-    exists, problem = _inspect(real, raw)
+    st, problem = _inspect(real, raw)
+    exists = st is not None
+    nlink = st.st_nlink if st is not None and stat.S_ISREG(st.st_mode) else 0
     inside = _within(real, root)
     if not inside:
         _check_outside(real, lexical, raw, root, extra_roots)
@@ -95,9 +129,9 @@ def resolve_inside_root(
     if must_exist and not exists:
         raise _deny("PATH_NOT_FOUND", f"{raw!r} does not exist.", "Check the path.")
     if not inside:
-        return ResolvedPath(real, str(real), False)
+        return ResolvedPath(real, str(real), False, nlink)
     rel = real.relative_to(root).as_posix() if real != root else "."
-    return ResolvedPath(real, rel, True)
+    return ResolvedPath(real, rel, True, nlink)
 
 
 def _check_outside(
@@ -106,7 +140,7 @@ def _check_outside(
     """Return when a grant covers ``real``; otherwise raise the matching refusal."""
     if any(_within(real, t) for t in _SPECIAL_TREES):
         raise _special(raw)
-    if any(_within(real, Path(os.path.realpath(r))) for r in extra_roots):
+    if any(_within(real, _realpath(r, raw)) for r in extra_roots):
         return
     if _within(lexical, root):
         raise _deny(
@@ -122,17 +156,17 @@ def _check_outside(
     )
 
 
-def _inspect(real: Path, raw: str) -> tuple[bool, str | None]:
-    """(exists, problem). Special files are refused at once, wherever they are."""
+def _inspect(real: Path, raw: str) -> tuple[os.stat_result | None, str | None]:
+    """(stat or None when missing, problem). Special files are refused at once, wherever."""
     try:
         st = os.stat(real)
     except (FileNotFoundError, NotADirectoryError):
-        return False, None
+        return None, None
     except OSError as err:  # ELOOP, EACCES: reported after the containment check
-        return False, err.strerror or type(err).__name__
+        return None, err.strerror or type(err).__name__
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         raise _special(raw)
-    return True, None
+    return st, None
 
 
 def _special(raw: str) -> PolicyDenied:
@@ -212,11 +246,11 @@ def _reach(candidate: str, base: Path) -> Path | None:
     if candidate.startswith("/"):
         first = candidate.lstrip("/").split("/", 1)[0]
         # "/api/users" in a grep pattern is no path: only existing top-level trees count.
-        return Path(os.path.realpath(candidate)) if first and os.path.lexists("/" + first) else None
+        return _realpath(candidate, candidate) if first and os.path.lexists("/" + first) else None
     joined = os.path.join(base, candidate)
     parts = candidate.replace("\\", "/").split("/")
     if ".." in parts or os.path.lexists(joined):  # existing names may be symlinks out
-        return Path(os.path.realpath(joined))
+        return _realpath(joined, candidate)
     return None
 
 
@@ -227,10 +261,13 @@ def find_outside_paths(
     cwd: Path | None = None,
     extra_roots: Sequence[Path] = (),
 ) -> list[tuple[str, Path]]:
-    """(argument, resolved path) for each argument that reaches outside root and grants."""
-    real_root = Path(os.path.realpath(root))
-    base = Path(os.path.realpath(cwd)) if cwd is not None else real_root
-    allowed = [real_root, *(Path(os.path.realpath(r)) for r in extra_roots)]
+    """(argument, resolved path) for each argument that reaches outside root and grants.
+
+    Raises PolicyDenied (PATH_INVALID or PATH_CHANGED) when a path cannot be resolved.
+    """
+    real_root = _realpath(root, str(root))
+    base = _realpath(cwd, str(cwd)) if cwd is not None else real_root
+    allowed = [real_root, *(_realpath(r, str(r)) for r in extra_roots)]
     out: list[tuple[str, Path]] = []
     for arg in argv:
         for cand in _path_candidates(arg):

@@ -100,8 +100,11 @@ def _has_tag(pid: int, entry: bytes) -> bool:
 class ProcessTree:
     """The processes one spawned command became; see the module docstring for membership."""
 
-    def __init__(self, leader: int, tag: str, floor: int) -> None:
+    def __init__(self, leader: int, tag: str, floor: int, *, wrapper: bool = False) -> None:
         self.leader = leader
+        # A sandbox launcher as leader (bwrap) is spared SIGTERM: it exits by itself when the
+        # program does, reporting the program's status; killing it first would skip the grace.
+        self._wrapper = wrapper
         self._tag_entry = f"{TAG_VAR}={tag}".encode()
         self._floor = floor
         self._known: dict[int, int] = {}  # pid -> start time
@@ -143,7 +146,9 @@ class ProcessTree:
         if not _HAVE_PROC:
             return int(_signal_group(self.leader, sig))
         members = self.collect()
-        if any(m.pgid == self.leader for m in members):
+        if sig is signal.SIGTERM and self._wrapper:
+            members = [m for m in members if m.pid != self.leader]
+        elif any(m.pgid == self.leader for m in members):
             # The group signal reaches members forked after the scan, atomically.
             _signal_group(self.leader, sig)
         sent = 0

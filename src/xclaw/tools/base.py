@@ -30,9 +30,31 @@ class Workspace:
     processes: Any = None  # xclaw.tools.process.ProcessManager, set by the toolbox
     last_verification: dict[str, Any] | None = None
     changed_files: list[str] = field(default_factory=list)
+    sandbox: Any = None  # xclaw.sandbox.Sandbox; chosen on first use unless set
+    sandbox_warning: str = ""
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve(strict=True)
+
+    def get_sandbox(self) -> Any:
+        """The session's sandbox: the one set by the caller, else the default (``auto``)."""
+        if self.sandbox is None:
+            from xclaw.sandbox import make_sandbox, requested_mode
+
+            choice = make_sandbox(requested_mode(), hidden=_private_dirs())
+            self.sandbox, self.sandbox_warning = choice.sandbox, choice.warning
+        return self.sandbox
+
+    @property
+    def sandbox_mode(self) -> str:
+        return str(self.get_sandbox().mode)
+
+    async def close(self) -> None:
+        """Stop what the session started: processes, then the sandbox (its network)."""
+        if self.processes is not None:
+            await self.processes.stop_all()
+        if self.sandbox is not None:
+            await self.sandbox.close()
 
     def extra_roots(self) -> tuple[Path, ...]:
         return tuple(Path(g.value) for g in self.grants if g.kind == "path")
@@ -40,6 +62,12 @@ class Workspace:
     def note_change(self, rel: str) -> None:
         if rel not in self.changed_files:
             self.changed_files.append(rel)
+
+
+def _private_dirs() -> tuple[Path, ...]:
+    from xclaw.dirs import config_dir, data_dir
+
+    return (data_dir(), config_dir())
 
 
 @dataclass(slots=True)
@@ -50,6 +78,7 @@ class ToolContext:
     output: OutputSink
     call_id: str = ""
     once_roots: tuple[Path, ...] = ()
+    network: bool = False  # a human approved network access beyond loopback for this call
 
     @property
     def root(self) -> Path:

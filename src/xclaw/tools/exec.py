@@ -27,7 +27,8 @@ from typing import Any, BinaryIO
 from xclaw.core.errors import PolicyDenied, ToolArgumentsInvalid, ToolError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Access, Command, OutputSink, Risk
-from xclaw.redact import scrub_environment
+from xclaw.sandbox import protect
+from xclaw.sandbox.base import CommandRequest, Launch, RemoteSandbox
 from xclaw.tools._proctree import GRACE_S, TAG_VAR, ProcessTree, boot_ticks_floor, terminate_tree
 from xclaw.tools.base import Tool, ToolContext, tool
 from xclaw.tools.output import head_tail
@@ -50,18 +51,36 @@ _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
 @dataclass(frozen=True, slots=True)
 class CommandLine:
-    """A validated command: what to run, where, and with which environment."""
+    """A validated command and how its sandbox starts it (``launch``; None when remote)."""
 
-    program: str  # as the model wrote it; also argv[0]
-    executable: str  # absolute path found for it
-    argv: tuple[str, ...]
-    cwd: Path
-    env: dict[str, str]  # the full child environment, tag included
+    request: CommandRequest
+    launch: Launch | None
     tag: str  # marks every descendant's environment, so the tree can be found later
+
+    @property
+    def program(self) -> str:
+        return self.request.program
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return self.request.argv
+
+    @property
+    def cwd(self) -> Path:
+        return self.request.cwd
 
     @property
     def words(self) -> list[str]:
         return [self.program, *self.argv]
+
+    def local(self) -> Launch:
+        if self.launch is None:
+            raise ToolError(
+                "This command runs in the remote sandbox, which has no local process.",
+                code="SANDBOX_UNSUPPORTED",
+                hint="Use terminal.exec; long-running processes need the bwrap or host sandbox.",
+            )
+        return self.launch
 
 
 def command_access(args: Any) -> Access:
@@ -92,11 +111,17 @@ def prepare_command(
             code="PATH_NOT_DIRECTORY",
             hint="Give a directory inside the project as cwd.",
         )
-    executable = find_program(program, where.path)
+    sandbox = ctx.workspace.get_sandbox()
+    remote = isinstance(sandbox, RemoteSandbox)
+    executable = program if remote else find_program(program, where.path)
+    granted = ctx.workspace.extra_roots() + ctx.once_roots
+    request = CommandRequest(
+        program, executable, tuple(argv), where.path, dict(env), ctx.root, granted
+    )
     tag = secrets.token_hex(8)
-    # Credentials in our own environment (API keys, tokens) never reach model-run programs.
-    full_env = {**scrub_environment(os.environ), **env, TAG_VAR: tag}
-    return CommandLine(program, executable, tuple(argv), where.path, full_env, tag)
+    # The sandbox builds the environment from an allow-list: our credentials never pass.
+    launch = None if remote else sandbox.launch(request, tag=tag, network=ctx.network)
+    return CommandLine(request, launch, tag)
 
 
 def check_env(env: dict[str, str]) -> None:
@@ -269,6 +294,7 @@ class _Outcome:
     timed_out: bool
     strays_stopped: bool
     duration_ms: int
+    notes: tuple[str, ...] = ()
 
 
 async def _run_command(
@@ -282,18 +308,22 @@ async def _run_command(
     loop = asyncio.get_running_loop()
     started = time.monotonic()
     floor = boot_ticks_floor()
+    launch = cmd.local()
     try:
         transport, proto = await loop.subprocess_exec(
             lambda: _ExecProtocol({1: out, 2: err}, loop),
-            cmd.program,
-            *cmd.argv,
-            executable=cmd.executable,
-            cwd=cmd.cwd,
-            env=cmd.env,
+            *launch.argv,
+            executable=launch.executable,
+            cwd=launch.cwd,
+            env=launch.env,
             stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            pass_fds=launch.pass_fds,
+            user=launch.uid,
+            group=launch.gid,
+            extra_groups=launch.extra_groups,
         )
     except OSError as e:
         raise ToolError(
@@ -301,7 +331,7 @@ async def _run_command(
             code="COMMAND_NOT_EXECUTABLE",
             hint="Check that it is a program for this system, or run it via its interpreter.",
         ) from None
-    tree = ProcessTree(transport.get_pid(), cmd.tag, floor)
+    tree = ProcessTree(transport.get_pid(), cmd.tag, floor, wrapper=launch.signals_as_exit_codes)
     try:
         if stdin is not None:
             _send_stdin(transport, stdin)
@@ -315,7 +345,9 @@ async def _run_command(
     finally:
         transport.close()
     duration_ms = int((time.monotonic() - started) * 1000)
-    return _Outcome(transport.get_returncode(), timed_out, strays, duration_ms)
+    return _Outcome(
+        launch.decode_returncode(transport.get_returncode()), timed_out, strays, duration_ms
+    )
 
 
 def _send_stdin(transport: asyncio.SubprocessTransport, text: str) -> None:
@@ -403,12 +435,17 @@ async def terminal_exec(
     out_path, err_path = output_paths(ctx.workspace.output_dir, f"exec-{ctx.call_id or 'call'}")
     out = _Capture("stdout", ctx.output, out_path)
     err = _Capture("stderr", ctx.output, err_path)
+    before = protect.snapshot(ctx.root)
     try:
-        outcome = await _run_command(cmd, out, err, timeout_s=timeout_ms / 1000, stdin=stdin)
+        if cmd.launch is None:
+            outcome = await _run_remote(ctx, cmd, out, err, timeout_ms / 1000, stdin)
+        else:
+            outcome = await _run_command(cmd, out, err, timeout_s=timeout_ms / 1000, stdin=stdin)
     finally:
         out.finish()
         err.finish()
-    result = _exec_result(cmd, outcome, out, err, timeout_ms)
+        moved = protect.guard_new(ctx.root, before)
+    result = protected_failure(_exec_result(cmd, outcome, out, err, timeout_ms), moved)
     ctx.workspace.last_verification = {
         "command": cmd.words,
         "ok": result.ok,
@@ -416,6 +453,41 @@ async def terminal_exec(
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     return result
+
+
+async def _run_remote(
+    ctx: ToolContext,
+    cmd: CommandLine,
+    out: _Capture,
+    err: _Capture,
+    timeout_s: float,
+    stdin: str | None,
+) -> _Outcome:
+    sandbox = ctx.workspace.get_sandbox()
+    captures = {"stdout": out, "stderr": err}
+    done = await sandbox.run(
+        cmd.request,
+        stdin=stdin,
+        timeout_s=timeout_s,
+        on_output=lambda stream, data: captures[stream].feed(data),
+    )
+    if done.notes:  # what the sync did (skipped, protected, deletions not applied)
+        ctx.output("stderr", "".join(f"[sandbox] {note}\n" for note in done.notes))
+    return _Outcome(done.returncode, done.timed_out, False, done.duration_ms, done.notes)
+
+
+def protected_failure(result: ToolResult, moved: list[str]) -> ToolResult:
+    """A command that created a protected file fails, saying where its version went."""
+    if not moved:
+        return result
+    return ToolResult.failure(
+        "PROTECTED_FILE_WRITTEN",
+        "The command created files that configure git or xclaw; they were moved aside: "
+        + "; ".join(moved)
+        + ".",
+        hint="Write such files with fs.write, which asks the user first.",
+        data={**result.data, "protected_moved": moved},
+    )
 
 
 def _exec_result(
@@ -440,6 +512,8 @@ def _exec_result(
     }
     if outcome.strays_stopped:
         data["background_stopped"] = True
+    if outcome.notes:
+        data["sandbox_notes"] = list(outcome.notes)
     if outcome.timed_out:
         return ToolResult.failure(
             "COMMAND_TIMEOUT",

@@ -1,20 +1,20 @@
 """File tools (seed 000 §7.2, §11): list, read in pages, write and edit atomically.
 
-Every path goes through ``ctx.resolve``, which refuses escapes from the root. Reads record a
-stamp (mtime, size) per file; ``fs.edit`` refuses a file this run never read or that changed
-since, so the model never edits content it has not seen.
+Every path goes through ``ctx.resolve``, which refuses escapes from the root; the checked path
+is then opened beneath the root's fd with no symlink followed (``_safe_open``), so a folder
+swapped for a link after the check fails the call (PATH_CHANGED) instead of reaching outside.
+A file with more than one hard link is refused (PATH_HARDLINK) unless a human approved that
+exact file: another of its names may be outside the root. Reads record a stamp (mtime, size)
+per file; ``fs.edit`` refuses a file this run never read or that changed since, so the model
+never edits content it has not seen.
 """
 
 from __future__ import annotations
 
-import codecs
-import hashlib
-import io
 import mimetypes
 import os
 import stat
 from collections import deque
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -22,28 +22,27 @@ from pydantic import Field
 from xclaw.core.errors import PolicyDenied, ToolError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Risk
-from xclaw.tools.atomic import atomic_write_bytes
+from xclaw.policy.paths import ResolvedPath
+from xclaw.tools._pages import LINE_CAP, PAGE_CAP, read_page
+from xclaw.tools._safe_open import open_beneath, open_in, parent_in, path_changed, refuse_hardlink
+from xclaw.tools.atomic import atomic_write_at
 from xclaw.tools.base import Tool, ToolContext, tool
 from xclaw.tools.search import fs_search
 
-LINE_CAP = 2_000  # characters kept of one line
-PAGE_CAP = 64_000  # characters of numbered text in one fs.read page
+__all__ = ["CONTENT_CAP", "LINE_CAP", "LIST_BUDGET", "PAGE_CAP", "SKIP_DIRS", "fs_tools"]
+
 CONTENT_CAP = 5 * 1024 * 1024  # bytes fs.write accepts
 LIST_BUDGET = 56_000  # characters of fs.list entries, kept under its output cap
 SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
 
-_SNIFF = 8192
-_WHOLE_FILE = 1 << 20  # below this, one read() + split beats streaming line by line
+_NOFOLLOW_CLOEXEC = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _OPEN_READ = (
     os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
+    | _NOFOLLOW_CLOEXEC
     | getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in after resolve must not hang the read
-    | getattr(os, "O_CLOEXEC", 0)
 )
-_PREFIXES: list[str] = []  # "     1\t", "     2\t", ... built on demand
-_PREFIX_CACHE_LINES = 20_000
+_OPEN_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW_CLOEXEC  # for scandir
 Entry = dict[str, Any]
-Page = tuple[list[str], int]  # numbered lines shown, total lines in the file
 
 
 @tool("fs.list", output_cap=64_000, path_args=("path",))
@@ -61,14 +60,21 @@ def fs_list(
         max_entries: Stop after this many entries and report truncated.
     """
     target = ctx.resolve(path, must_exist=True)
-    if not target.path.is_dir():
+    try:
+        fd = open_in(ctx, target, _OPEN_DIR)
+    except NotADirectoryError:
         raise ToolError(
             f"{path!r} is a file, not a directory.",
             code="PATH_NOT_DIRECTORY",
             hint="Use fs.read to read a file.",
-        )
+        ) from None
+    except OSError as err:
+        raise _os_failure(err, path, "read") from None
     prefix = "" if target.rel == "." else target.rel + "/"
-    entries, truncated = _walk(target.path, prefix, depth, max_entries)
+    try:
+        entries, truncated = _walk(fd, prefix, depth, max_entries)
+    finally:
+        os.close(fd)
     entries.sort(key=lambda e: e["path"].split("/"))
     where = "the project root" if target.rel == "." else target.rel
     note = " (truncated: narrow the path or lower depth)" if truncated else ""
@@ -80,33 +86,39 @@ def fs_list(
     )
 
 
-def _walk(top: Path, prefix: str, depth: int, max_entries: int) -> tuple[list[Entry], bool]:
-    """Breadth first, so a truncated listing still shows every upper level."""
+def _walk(top: int, prefix: str, depth: int, max_entries: int) -> tuple[list[Entry], bool]:
+    """Breadth first, so a truncated listing still shows every upper level. Folders are
+    opened beneath ``top`` by their listed names, never through a link."""
     entries: list[Entry] = []
     used = 0
-    queue: deque[tuple[Path, str, int]] = deque([(top, prefix, 1)])
+    queue: deque[tuple[str, str, int]] = deque([(".", prefix, 1)])
     while queue:
-        directory, pre, level = queue.popleft()
+        sub, pre, level = queue.popleft()
         try:
-            with os.scandir(directory) as it:
-                items = sorted(it, key=lambda e: e.name)
+            fd = open_beneath(top, sub, _OPEN_DIR)
+        except (OSError, PolicyDenied):
+            continue  # unreadable, or swapped for a link since: listed, just not descended
+        try:
+            with os.scandir(fd) as it:  # entries use the fd, so describe them while it is open
+                for item in sorted(it, key=lambda e: e.name):
+                    if len(entries) >= max_entries or used > LIST_BUDGET:
+                        return entries, True
+                    entry = _describe(item, pre + item.name, fd)
+                    entries.append(entry)
+                    used += len(entry["path"]) + len(entry.get("target", "")) + 40
+                    if entry["type"] == "dir" and not entry.get("skipped") and level < depth:
+                        queue.append((f"{sub}/{item.name}", entry["path"] + "/", level + 1))
         except OSError:
-            continue  # unreadable folder: still listed by its parent, just not descended
-        for item in items:
-            if len(entries) >= max_entries or used > LIST_BUDGET:
-                return entries, True
-            entry = _describe(item, pre + item.name)
-            entries.append(entry)
-            used += len(entry["path"]) + len(entry.get("target", "")) + 40
-            if entry["type"] == "dir" and not entry.get("skipped") and level < depth:
-                queue.append((Path(item.path), entry["path"] + "/", level + 1))
+            continue
+        finally:
+            os.close(fd)
     return entries, False
 
 
-def _describe(item: os.DirEntry[str], rel: str) -> Entry:
+def _describe(item: os.DirEntry[str], rel: str, dir_fd: int) -> Entry:
     if item.is_symlink():  # never followed: it may lead out of the root or into a loop
         try:
-            return {"path": rel, "type": "symlink", "target": os.readlink(item.path)}
+            return {"path": rel, "type": "symlink", "target": os.readlink(item.name, dir_fd=dir_fd)}
         except OSError:
             return {"path": rel, "type": "symlink"}
     if item.is_dir(follow_symlinks=False):
@@ -118,6 +130,8 @@ def _describe(item: os.DirEntry[str], rel: str) -> Entry:
     except OSError:
         return {"path": rel, "type": "file"}
     kind = "file" if stat.S_ISREG(st.st_mode) else "other"
+    if kind == "file" and st.st_nlink > 1:  # reading it needs the user's approval
+        return {"path": rel, "type": kind, "size": st.st_size, "hard_links": st.st_nlink}
     return {"path": rel, "type": kind, "size": st.st_size}
 
 
@@ -137,11 +151,12 @@ def fs_read(
     """
     target = ctx.resolve(path, must_exist=True)
     try:
-        fd = os.open(target.path, _OPEN_READ)
+        fd = open_in(ctx, target, _OPEN_READ)
         try:
             st = os.fstat(fd)
             _require_regular(st, path)
-            page = _read_page(fd, st.st_size, start_line, max_lines)
+            refuse_hardlink(ctx, st, target.path, path)
+            page = read_page(fd, st.st_size, start_line, max_lines)
         finally:
             os.close(fd)
     except OSError as err:
@@ -172,93 +187,6 @@ def fs_read(
     )
 
 
-def _read_page(fd: int, size: int, start: int, max_lines: int) -> Page | str:
-    """Numbered lines of one page and the line count, or the sha256 of a binary file."""
-    if size > _WHOLE_FILE:
-        with open(fd, "rb", closefd=False) as f:
-            return _stream_page(f, start, max_lines)
-    data = os.read(fd, size + 1)  # a regular file reads short only at its end
-    while len(data) > size and (more := os.read(fd, 1 << 16)):
-        data += more  # it grew since fstat
-    if b"\0" in data[:_SNIFF]:
-        return hashlib.sha256(data).hexdigest()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return hashlib.sha256(data).hexdigest()
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")
-    all_lines = text.split("\n")
-    if all_lines[-1] == "":
-        all_lines.pop()  # a final newline ends the last line; it does not start a new one
-    return _number(all_lines[start - 1 : start - 1 + max_lines], start), len(all_lines)
-
-
-def _stream_page(f: io.BufferedReader, start: int, max_lines: int) -> Page | str:
-    """Large files: decode only the page, count the other lines as bytes."""
-    head = f.read(_SNIFF)
-    try:
-        if b"\0" in head:
-            raise ValueError("NUL byte")
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except ValueError:  # UnicodeDecodeError is one
-        f.seek(0)
-        return hashlib.file_digest(f, "sha256").hexdigest()
-    f.seek(0)
-    wanted: list[str] = []
-    n = 0
-    for raw in f:
-        n += 1
-        if n >= start:
-            wanted.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
-            if len(wanted) == max_lines:
-                n += _count_rest(f)
-                break
-    return _number(wanted, start), n
-
-
-def _count_rest(f: io.BufferedReader) -> int:
-    count, last = 0, b"\n"
-    while chunk := f.read(1 << 20):
-        count += chunk.count(b"\n")
-        last = chunk[-1:]
-    return count + (last != b"\n")
-
-
-def _number(lines: list[str], start: int) -> list[str]:
-    """Prefix line numbers; the usual page (short lines, under the cap) takes the fast path."""
-    chars = sum(map(len, lines))
-    fits = chars + 8 * len(lines) <= PAGE_CAP
-    if fits and (chars <= LINE_CAP or max(map(len, lines)) <= LINE_CAP):
-        end = start + len(lines)
-        if end <= _PREFIX_CACHE_LINES:
-            return [p + line for p, line in zip(_prefixes(end)[start:end], lines, strict=True)]
-        return [f"{n:>6}\t{line}" for n, line in enumerate(lines, start)]
-    return _number_capped(lines, start)
-
-
-def _prefixes(end: int) -> list[str]:
-    """Line-number prefixes, formatted once: formatting them per read was the costliest step."""
-    if len(_PREFIXES) < end:
-        _PREFIXES.extend(f"{n:>6}\t" for n in range(len(_PREFIXES), max(end, 1024)))
-    return _PREFIXES
-
-
-def _number_capped(lines: list[str], start: int) -> list[str]:
-    """Cut long lines and stop once the page is full."""
-    out: list[str] = []
-    used = 0
-    for n, line in enumerate(lines, start):
-        if len(line) > LINE_CAP:
-            line = f"{line[:LINE_CAP]}… [{len(line) - LINE_CAP} more characters on this line]"
-        entry = f"{n:>6}\t{line}"
-        used += len(entry) + 1
-        if used > PAGE_CAP and out:
-            break
-        out.append(entry)
-    return out
-
-
 def _binary_result(rel: str, size: int, digest: str) -> ToolResult:
     mime = mimetypes.guess_type(rel)[0] or "application/octet-stream"
     return ToolResult.success(
@@ -287,27 +215,25 @@ def fs_write(
     """
     data = _encode(content)
     target = ctx.resolve(path, write=True)
-    _refuse_symlink(ctx, path)
+    _refuse_symlink(ctx, path, target)
     try:
-        st: os.stat_result | None = os.stat(target.path)
-    except FileNotFoundError:
-        st = None
+        dfd, name = parent_in(ctx, target, create=True)
     except OSError as err:
         raise _os_failure(err, path, "write") from None
-    if st is not None:
-        _require_regular(st, path)
-        if mode == "create":
+    try:
+        st = _existing(ctx, dfd, name, target, path)
+        if st is not None and mode == "create":
             raise ToolError(
                 f"{target.rel} already exists.",
                 code="FILE_EXISTS",
                 hint='Use mode "overwrite" to replace it, or fs.edit to change part of it.',
             )
-    try:
-        target.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(target.path, data)
-        after = os.stat(target.path)
+        atomic_write_at(dfd, name, data)
+        after = os.stat(name, dir_fd=dfd, follow_symlinks=False)
     except OSError as err:
         raise _os_failure(err, path, "write") from None
+    finally:
+        os.close(dfd)
     ctx.workspace.read_stamps[target.rel] = (after.st_mtime_ns, after.st_size)
     ctx.workspace.note_change(target.rel)
     verb = "Created" if st is None else "Overwrote"
@@ -317,6 +243,25 @@ def fs_write(
         bytes_written=len(data),
         created=st is None,
     )
+
+
+def _existing(
+    ctx: ToolContext, dfd: int, name: str, target: ResolvedPath, raw: str
+) -> os.stat_result | None:
+    """The entry a write replaces, seen in the pinned folder; None when there is none yet.
+
+    The rename replaces the name and never writes into the old inode, so this stat racing a
+    change cannot redirect the write; it only decides whether the write is allowed.
+    """
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):  # no link was there when the path was checked
+        raise path_changed(target.rel)
+    _require_regular(st, raw)
+    refuse_hardlink(ctx, st, target.path, raw)
+    return st
 
 
 def _encode(content: str) -> bytes:
@@ -354,23 +299,30 @@ def fs_edit(
         new_text: The text to put in its place.
     """
     target = ctx.resolve(path, write=True, must_exist=True)
-    _refuse_symlink(ctx, path)
-    text = _load_for_edit(ctx, target.path, target.rel, path)
-    old, new = _match_line_endings(text, old_text, new_text)
-    if old == new:
-        raise ToolError(
-            "old_text and new_text are the same; nothing would change.",
-            code="EDIT_NO_CHANGE",
-            hint="Send the text you want in new_text.",
-            retryable=True,
-        )
-    pos = _find_once(text, old, target.rel)
-    updated = text[:pos] + new + text[pos + len(old) :]
+    _refuse_symlink(ctx, path, target)
     try:
-        atomic_write_bytes(target.path, updated.encode("utf-8"))
-        after = os.stat(target.path)
-    except (OSError, UnicodeEncodeError) as err:
-        raise ToolError(f"Could not write {target.rel}: {err}.", code="WRITE_FAILED") from None
+        dfd, name = parent_in(ctx, target)
+    except OSError as err:
+        raise _os_failure(err, path, "read") from None
+    try:
+        text = _load_for_edit(ctx, dfd, name, target, path)
+        old, new = _match_line_endings(text, old_text, new_text)
+        if old == new:
+            raise ToolError(
+                "old_text and new_text are the same; nothing would change.",
+                code="EDIT_NO_CHANGE",
+                hint="Send the text you want in new_text.",
+                retryable=True,
+            )
+        pos = _find_once(text, old, target.rel)
+        updated = text[:pos] + new + text[pos + len(old) :]
+        try:
+            atomic_write_at(dfd, name, updated.encode("utf-8"))
+            after = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except (OSError, UnicodeEncodeError) as err:
+            raise ToolError(f"Could not write {target.rel}: {err}.", code="WRITE_FAILED") from None
+    finally:
+        os.close(dfd)
     ctx.workspace.read_stamps[target.rel] = (after.st_mtime_ns, after.st_size)
     ctx.workspace.note_change(target.rel)
     first = text.count("\n", 0, pos) + 1
@@ -384,26 +336,33 @@ def fs_edit(
     )
 
 
-def _load_for_edit(ctx: ToolContext, real: Path, rel: str, raw: str) -> str:
+def _load_for_edit(ctx: ToolContext, dfd: int, name: str, target: ResolvedPath, raw: str) -> str:
+    rel = target.rel
     try:
-        st = os.stat(real)
-        _require_regular(st, raw)
-        stamp = ctx.workspace.read_stamps.get(rel)
-        if stamp is None:
-            raise ToolError(
-                f"{rel} has not been read in this run.",
-                code="FILE_NOT_READ",
-                hint="Read it with fs.read first, then edit.",
-                retryable=True,
-            )
-        if stamp != (st.st_mtime_ns, st.st_size):
-            raise ToolError(
-                f"{rel} changed since it was last read.",
-                code="FILE_CHANGED_SINCE_READ",
-                hint="Read the file again with fs.read, then retry the edit.",
-                retryable=True,
-            )
-        data = real.read_bytes()
+        fd = open_beneath(dfd, name, _OPEN_READ)
+        try:
+            st = os.fstat(fd)
+            _require_regular(st, raw)
+            refuse_hardlink(ctx, st, target.path, raw)
+            stamp = ctx.workspace.read_stamps.get(rel)
+            if stamp is None:
+                raise ToolError(
+                    f"{rel} has not been read in this run.",
+                    code="FILE_NOT_READ",
+                    hint="Read it with fs.read first, then edit.",
+                    retryable=True,
+                )
+            if stamp != (st.st_mtime_ns, st.st_size):
+                raise ToolError(
+                    f"{rel} changed since it was last read.",
+                    code="FILE_CHANGED_SINCE_READ",
+                    hint="Read the file again with fs.read, then retry the edit.",
+                    retryable=True,
+                )
+            with open(fd, "rb", closefd=False) as f:
+                data = f.read()
+        finally:
+            os.close(fd)
     except OSError as err:
         raise _os_failure(err, raw, "read") from None
     try:
@@ -457,14 +416,14 @@ def _snippet(text: str, first: int, last: int, context: int = 2) -> list[str]:
     return [f"{n:>6}\t{line.rstrip(chr(13))[:LINE_CAP]}" for n, line in enumerate(lines, lo)]
 
 
-def _refuse_symlink(ctx: ToolContext, raw: str) -> None:
+def _refuse_symlink(ctx: ToolContext, raw: str, target: ResolvedPath) -> None:
     """Writing through a link would change a file other than the one named."""
     lexical = os.path.normpath(os.path.join(ctx.root, raw))
-    if os.path.islink(lexical):
+    if os.path.islink(lexical):  # islink answers False on any OSError
         raise PolicyDenied(
             f"{raw!r} is a symbolic link; writing through links is refused.",
             code="PATH_IS_SYMLINK",
-            hint=f"Write to the link's target instead: {os.path.realpath(lexical)}.",
+            hint=f"Write to the link's target instead: {target.path}.",
         )
 
 

@@ -133,6 +133,7 @@ class ManagedProcess:
     logs: dict[Stream, _OutputLog]
     started_at: float = field(default_factory=time.time)
     urls: list[str] = field(default_factory=list)
+    published: dict[str, str] = field(default_factory=dict)  # sandbox URL -> host URL
     status: Status = "running"
     returncode: int | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -149,7 +150,10 @@ class ManagedProcess:
         if self.status == "running":
             exited, code = _peek_exit(self.pid)
             if exited:
-                self.status, self.returncode = "exited", code
+                self.status, self.returncode = (
+                    "exited",
+                    self.command.local().decode_returncode(code),
+                )
                 for log in self.logs.values():
                     self._scan(log.poll())
         if self.urls or self.status != "running":
@@ -161,7 +165,7 @@ class ManagedProcess:
             self._scan(log.close())
         code = self.popen.poll()
         if code is not None and self.returncode is None:
-            self.returncode = code
+            self.returncode = self.command.local().decode_returncode(code)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -170,7 +174,7 @@ class ManagedProcess:
             "status": self.status,
             "command": self.command.words,
             "cwd": str(self.command.cwd),
-            "detectedUrls": list(self.urls),
+            "detectedUrls": [self.published.get(u, u) for u in self.urls],
             "exit_code": self.returncode if (self.returncode or 0) >= 0 else None,
             "signal": signal_name(self.returncode),
             "stdout_file": str(self.logs["stdout"].path),
@@ -197,6 +201,9 @@ def _peek_exit(pid: int) -> tuple[bool, int | None]:
     return True, -info.si_status
 
 
+_Managed = list[ManagedProcess]
+
+
 class ProcessManager:
     """The processes one run started. Ids are ``proc_01``, ``proc_02``, …"""
 
@@ -215,7 +222,9 @@ class ProcessManager:
             "stdout": _OutputLog(out_path),
             "stderr": _OutputLog(err_path),
         }
-        mp = ManagedProcess(process_id, popen, cmd, ProcessTree(popen.pid, cmd.tag, floor), logs)
+        wrapper = cmd.local().signals_as_exit_codes
+        tree = ProcessTree(popen.pid, cmd.tag, floor, wrapper=wrapper)
+        mp = ManagedProcess(process_id, popen, cmd, tree, logs)
         self._procs[process_id] = mp
         mp.watcher = asyncio.create_task(_watch(mp), name=f"xclaw-watch-{process_id}")
         return mp
@@ -273,6 +282,9 @@ class ProcessManager:
                 mp.poll()
         return [mp.describe() for mp in self._procs.values()]
 
+    def managed(self) -> _Managed:
+        return list(self._procs.values())
+
     def running(self) -> _Ids:
         return [pid for pid, mp in self._procs.items() if mp.status == "running"]
 
@@ -309,19 +321,24 @@ class ProcessManager:
 
 
 def _spawn(cmd: CommandLine, out_path: Path, err_path: Path) -> subprocess.Popen[bytes]:
+    launch = cmd.local()
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
     out_fd = os.open(out_path, flags, 0o600)
     err_fd = os.open(err_path, flags, 0o600)
     try:
         return subprocess.Popen(
-            [cmd.program, *cmd.argv],
-            executable=cmd.executable,
-            cwd=cmd.cwd,
-            env=cmd.env,
+            launch.argv,
+            executable=launch.executable,
+            cwd=launch.cwd,
+            env=launch.env,
             stdin=subprocess.DEVNULL,
             stdout=out_fd,
             stderr=err_fd,
             start_new_session=True,
+            pass_fds=launch.pass_fds,
+            user=launch.uid,
+            group=launch.gid,
+            extra_groups=launch.extra_groups,
         )
     except OSError as e:
         raise ToolError(
@@ -350,6 +367,16 @@ async def _cancel(task: asyncio.Task[None] | None) -> None:
             await task
         except asyncio.CancelledError:
             pass
+
+
+async def _publish(ctx: ToolContext, pm: ProcessManager) -> None:
+    """Make each detected URL reachable from the user's machine (a sandboxed server listens
+    in the session's own network namespace) and report the address that answers there."""
+    sandbox = ctx.workspace.get_sandbox()
+    for mp in pm.managed():
+        for url in mp.urls:
+            if url not in mp.published and mp.status == "running":
+                mp.published[url] = await sandbox.publish(url)
 
 
 def _manager(ctx: ToolContext) -> ProcessManager:
@@ -395,6 +422,7 @@ async def process_start(
     pm = _manager(ctx)
     mp = await pm.start(cmd)
     await pm.wait_ready(mp, wait_for_url_ms / 1000)
+    await _publish(ctx, pm)
     data = pm.read(mp.process_id)
     if mp.status == "exited":
         how = f"code {data['exit_code']}" if data["signal"] is None else data["signal"]
@@ -406,7 +434,7 @@ async def process_start(
             data=data,
         )
     seen = (
-        f"; it serves {', '.join(mp.urls)}"
+        f"; it serves {', '.join(data['detectedUrls'])}"
         if mp.urls
         else (f"; no URL appeared within {wait_for_url_ms} ms (use process.read to follow it)")
     )
@@ -422,7 +450,10 @@ async def process_read(ctx: ToolContext, process_id: str, max_chars: int = 8000)
         max_chars: Most characters of each stream to return (head and tail are kept).
     """
     _check_range("max_chars", max_chars, 100, 100_000)
-    data = _manager(ctx).read(process_id, max_chars=max_chars)
+    pm = _manager(ctx)
+    pm.get(process_id).poll()
+    await _publish(ctx, pm)
+    data = pm.read(process_id, max_chars=max_chars)
     return ToolResult.success(f"{process_id} is {data['status']}.", **data)
 
 
@@ -442,7 +473,10 @@ async def process_stop(ctx: ToolContext, process_id: str) -> ToolResult:
 @tool("process.list", risk=Risk.READ)
 async def process_list(ctx: ToolContext) -> ToolResult:
     """List the processes started in this session, with status and detected URLs."""
-    procs = _manager(ctx).list()
+    pm = _manager(ctx)
+    pm.list()
+    await _publish(ctx, pm)
+    procs = pm.list()
     return ToolResult.success(f"{len(procs)} process(es).", processes=procs)
 
 

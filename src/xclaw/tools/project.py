@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import os
 import re
+import secrets
 import shutil
 from pathlib import Path
 from typing import Any
 
 from xclaw.core.messages import ToolResult
+from xclaw.sandbox.base import CommandRequest, LocalSandbox
+from xclaw.sandbox.host import HostSandbox
 from xclaw.tools.base import Tool, ToolContext, Workspace, tool
 
 GIT_TIMEOUT_S = 10.0
@@ -33,7 +35,7 @@ async def project_status(ctx: ToolContext) -> ToolResult:
     """Summarise the project: root, git branch and changed files, running processes, the
     last verification, and the files changed in this run."""
     ws = ctx.workspace
-    git = await git_status(ws.root)
+    git = await git_status(ws.root, ws.get_sandbox())
     processes = await _processes(ws)
     parts = [f"Project at {ws.root}"]
     if git is None:
@@ -62,32 +64,40 @@ async def _processes(ws: Workspace) -> list[dict[str, Any]]:
     return list(listed)
 
 
-async def git_status(root: Path) -> dict[str, Any] | None:
-    """Branch and changed files of the repository holding ``root``; None when there is none."""
+async def git_status(root: Path, sandbox: Any = None) -> dict[str, Any] | None:
+    """Branch and changed files of the repository holding ``root``; None when there is none.
+    git runs through the session's sandbox launcher like every other program."""
     git = shutil.which("git")
     if git is None:
         return None
-    prefix = await _git(git, root, "rev-parse", "--show-prefix")
+    if sandbox is None or not isinstance(sandbox, LocalSandbox):
+        sandbox = HostSandbox()  # the remote sandbox works on a copy; git reads the original
+    prefix = await _git(sandbox, git, root, "rev-parse", "--show-prefix")
     if prefix is None:
         return None  # not a repository (or git could not tell in time)
-    out = await _git(git, root, "status", "--porcelain=v1", "-b", "-z", "--", ".")
+    out = await _git(sandbox, git, root, "status", "--porcelain=v1", "-b", "-z", "--", ".")
     if out is None:
         return None
     return parse_porcelain(out, prefix.strip())
 
 
-async def _git(git: str, root: Path, *args: str) -> str | None:
+async def _git(sandbox: LocalSandbox, git: str, root: Path, *args: str) -> str | None:
+    # core.fsmonitor names a program git would run; a cloned repo must not pick it.
+    argv = ("-c", "core.fsmonitor=false", *args)
+    request = CommandRequest("git", git, argv, root, _GIT_ENV, root)
+    launch = sandbox.launch(request, tag=secrets.token_hex(8))
     proc = await asyncio.create_subprocess_exec(
-        git,
-        # core.fsmonitor names a program git would run; a cloned repo must not pick it.
-        "-c",
-        "core.fsmonitor=false",
-        *args,
-        cwd=root,
-        env={**os.environ, **_GIT_ENV},
+        *launch.argv,
+        executable=launch.executable,
+        cwd=launch.cwd,
+        env=launch.env,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
+        pass_fds=launch.pass_fds,
+        user=launch.uid,
+        group=launch.gid,
+        extra_groups=launch.extra_groups,
     )
     try:
         stdout, _ = await asyncio.wait_for(proc.communicate(), GIT_TIMEOUT_S)

@@ -86,7 +86,13 @@ class BoundToolbox:
     async def execute(self, prepared: PreparedCall, output: OutputSink) -> ToolResult:
         t: Tool = prepared.extra["tool"]
         once = tuple(Path(p) for p in prepared.decision.targets)
-        ctx = ToolContext(self.workspace, output, prepared.call.call_id, once_roots=once)
+        ctx = ToolContext(
+            self.workspace,
+            output,
+            prepared.call.call_id,
+            once_roots=once,
+            network=prepared.decision.network,
+        )
         try:
             result = await _invoke(t, ctx, prepared.args)
         except ToolError as err:

@@ -4,6 +4,13 @@ Both engines give the same answer on the same tree: matching lines in ripgrep's 
 order (each folder's entries sorted by name, depth first), hidden entries and node_modules
 skipped, symlinks not followed, files with a NUL byte treated as binary and skipped. Only
 ripgrep also honours .gitignore.
+
+Neither can be led outside the root. The Python walk opens every folder and file by name
+beneath the folder above it, never through a link. ripgrep opens files by path, so a folder
+swapped for a link mid-search could feed it outside content: each file it matched is read
+again through a no-symlink fd, and a line counts only if that file has it there. Files with
+more than one hard link are left out (another name may be outside the root) unless a human
+approved the exact file; the result says how many were left out.
 """
 
 from __future__ import annotations
@@ -11,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import io
 import json
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +31,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from xclaw.core.errors import ToolError
+from xclaw.core.errors import PolicyDenied, ToolError
 from xclaw.core.messages import ToolResult
+from xclaw.tools._safe_open import approved, open_path
 from xclaw.tools.base import ToolContext, tool
 
 Engine = Literal["rg", "python"]
@@ -33,6 +43,15 @@ RESULT_BUDGET = 40_000  # characters of matches, kept under the tool's output ca
 _SKIP_NAMES = frozenset({"node_modules"})
 _SNIFF = 8192
 _RG_STREAM_LIMIT = 1 << 26  # one JSON line per match; minified files have very long lines
+_NOFOLLOW_CLOEXEC = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# NONBLOCK: a FIFO swapped in for a file must not hang the search.
+_OPEN_ANY = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _NOFOLLOW_CLOEXEC
+_OPEN_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW_CLOEXEC
+Approved = Callable[[Path], bool]
+
+
+def _none_approved(_path: Path) -> bool:
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +69,8 @@ class SearchOutcome:
     truncated: bool = False
     engine: Engine = "python"
     warning: str = ""
+    hard_links_left_out: int = 0  # files, each with more than one hard link
+    unconfirmed_left_out: int = 0  # ripgrep lines its file no longer shows (it changed)
     _used: int = 0
 
     def add(self, path: str, line: int, text: str, max_results: int) -> bool:
@@ -74,15 +95,23 @@ def _invalid_pattern(detail: str) -> ToolError:
 
 
 async def search(
-    root: Path, target: Path, query: SearchQuery, *, engine: Engine | None = None
+    root: Path,
+    target: Path,
+    query: SearchQuery,
+    *,
+    engine: Engine | None = None,
+    approved: Approved = _none_approved,
 ) -> SearchOutcome:
-    """Search ``target`` (a file or folder); paths in the result are relative to ``root``."""
+    """Search ``target`` (a resolved file or folder); result paths are relative to ``root``.
+
+    ``approved(path)`` says whether a file with several hard links may be searched anyway.
+    """
     rg = shutil.which("rg") if engine in (None, "rg") else None
     if engine == "rg" and rg is None:
         raise ToolError("ripgrep (rg) is not installed.", code="SEARCH_ENGINE_MISSING")
     if rg is not None:
-        return await _search_rg(rg, root, target, query)
-    return await asyncio.to_thread(_search_python, root, target, query)
+        return await _search_rg(rg, root, target, query, approved)
+    return await asyncio.to_thread(_search_python, root, target, query, approved)
 
 
 def _rg_argv(target: Path, q: SearchQuery) -> list[str]:
@@ -97,7 +126,9 @@ def _rg_argv(target: Path, q: SearchQuery) -> list[str]:
     return argv
 
 
-async def _search_rg(rg: str, root: Path, target: Path, q: SearchQuery) -> SearchOutcome:
+async def _search_rg(
+    rg: str, root: Path, target: Path, q: SearchQuery, approved: Approved
+) -> SearchOutcome:
     proc = await asyncio.create_subprocess_exec(
         rg,
         *_rg_argv(target, q),
@@ -111,14 +142,18 @@ async def _search_rg(rg: str, root: Path, target: Path, q: SearchQuery) -> Searc
     out = SearchOutcome(engine="rg")
     stderr_task = asyncio.ensure_future(proc.stderr.read())
     finished = False
+    confirm = _Confirmer(out, approved)
     try:
         async for raw in proc.stdout:
-            hit = _parse_rg_line(raw, root)
-            if hit is not None and not out.add(*hit, q.max_results):
+            hit = _parse_rg_line(raw)
+            if hit is None or not confirm.check(*hit):
+                continue
+            if not out.add(_display(hit[0], root), hit[1], hit[2], q.max_results):
                 break
         else:
             finished = True
     finally:
+        confirm.close()
         if not finished and proc.returncode is None:  # enough matches, or cancelled
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
@@ -131,13 +166,65 @@ async def _search_rg(rg: str, root: Path, target: Path, q: SearchQuery) -> Searc
     return out
 
 
-def _parse_rg_line(raw: bytes, root: Path) -> tuple[str, int, str] | None:
+def _parse_rg_line(raw: bytes) -> tuple[Path, int, str] | None:
     if not raw.startswith(b'{"type":"match"'):
         return None  # begin/end/context/summary records
     data = json.loads(raw)["data"]
     path = _rg_text(data["path"])
     text = _rg_text(data["lines"]).rstrip("\r\n")
-    return _display(Path(path), root), int(data["line_number"]), text
+    return Path(path), int(data["line_number"]), text
+
+
+class _Confirmer:
+    """Re-reads each file ripgrep matched, through a no-symlink fd, line by line alongside
+    its matches: a match counts only when the file reached safely has that text on that line.
+    """
+
+    def __init__(self, out: SearchOutcome, approved: Approved) -> None:
+        self.out, self.approved = out, approved
+        self.path: Path | None = None
+        self.reader: io.BufferedReader | None = None
+        self.line = 0
+        self.hard_link = False
+
+    def check(self, path: Path, line: int, text: str) -> bool:
+        if path != self.path:
+            self.close()
+            self.path, self.line, self.hard_link = path, 0, False
+            self.reader = self._open(path)
+        if self.reader is None:
+            self.out.unconfirmed_left_out += not self.hard_link  # hard links count per file
+            return False
+        raw = b""
+        try:
+            while self.line < line and (raw := self.reader.readline()):
+                self.line += 1
+        except OSError:
+            self.close()  # unreadable now: this and its later matches are left out
+        seen = raw.decode("utf-8", "replace").rstrip("\r\n") if self.line == line else None
+        if seen != text:
+            self.out.unconfirmed_left_out += 1
+            return False
+        return True
+
+    def _open(self, path: Path) -> io.BufferedReader | None:
+        try:
+            fd = open_path(path, _OPEN_ANY)
+        except (OSError, PolicyDenied):
+            return None
+        st = os.fstat(fd)  # cannot fail on an fd just opened
+        if not stat.S_ISREG(st.st_mode) or (st.st_nlink > 1 and not self.approved(path)):
+            os.close(fd)
+            if stat.S_ISREG(st.st_mode):
+                self.hard_link = True
+                self.out.hard_links_left_out += 1
+            return None
+        return open(fd, "rb")  # noqa: SIM115 - closed in close(), after the file's last match
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
 
 
 def _rg_text(value: dict[str, str]) -> str:
@@ -154,42 +241,85 @@ def _display(path: Path, root: Path) -> str:
         return path.as_posix()  # under a granted folder outside the root
 
 
-def _search_python(root: Path, target: Path, q: SearchQuery) -> SearchOutcome:
+def _search_python(root: Path, target: Path, q: SearchQuery, approved: Approved) -> SearchOutcome:
     matches = _line_matcher(q)
     want = _glob_matcher(q.glob)
     out = SearchOutcome(engine="python")
-    files = [target] if target.is_file() else _walk_files(target)
-    for file in files:
-        rel = _display(file, root)
-        if file is not target and not want(rel):
-            continue
-        for line, text in _matching_lines(file, matches):
-            if not out.add(rel, line, text, q.max_results):
-                return out
+    try:
+        fd = open_path(target, _OPEN_ANY)  # swapped for a link since the check: PATH_CHANGED
+    except OSError:
+        return out  # gone since it was checked: nothing to search
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            files: Iterator[tuple[Path, int, str | None]] = iter([(target, fd, None)])
+        else:
+            files = _walk_files(fd, target)
+        for file, dir_fd, name in files:
+            rel = _display(file, root)
+            if name is not None and not want(rel):
+                continue
+            for line, text in _matching_lines(out, dir_fd, name, file, matches, approved):
+                if not out.add(rel, line, text, q.max_results):
+                    return out
+    finally:
+        os.close(fd)
     return out
 
 
-def _walk_files(directory: Path) -> Iterator[Path]:
-    """ripgrep's order: each folder's entries sorted by name, descending as they come."""
+def _walk_files(dir_fd: int, directory: Path) -> Iterator[tuple[Path, int, str | None]]:
+    """(path, folder fd, name) in ripgrep's order: each folder's entries sorted by name,
+    descending as they come. Folders are opened by name beneath their parent, never via a link.
+    """
     try:
-        with os.scandir(directory) as it:
-            items = sorted(it, key=lambda e: e.name)
+        with os.scandir(dir_fd) as it:
+            items = sorted(
+                (e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                for e in it
+                if not e.is_symlink()
+            )
     except OSError:
         return
-    for item in items:
-        if item.name.startswith(".") or item.name in _SKIP_NAMES or item.is_symlink():
+    for name, is_dir, is_file in items:
+        if name.startswith(".") or name in _SKIP_NAMES:
             continue
-        if item.is_dir(follow_symlinks=False):
-            yield from _walk_files(Path(item.path))
-        elif item.is_file(follow_symlinks=False):
-            yield Path(item.path)
+        if is_file:
+            yield directory / name, dir_fd, name
+        if not is_dir:
+            continue
+        try:
+            sub = os.open(name, _OPEN_DIR, dir_fd=dir_fd)
+        except OSError:
+            continue  # unreadable, or swapped for a link since it was listed
+        try:
+            yield from _walk_files(sub, directory / name)
+        finally:
+            os.close(sub)
 
 
-def _matching_lines(file: Path, matches: Callable[[str], bool]) -> Iterator[tuple[int, str]]:
+def _matching_lines(
+    out: SearchOutcome,
+    dir_fd: int,
+    name: str | None,
+    file: Path,
+    matches: Callable[[str], bool],
+    approved: Approved,
+) -> Iterator[tuple[int, str]]:
+    """Lines of one regular file that match; ``name`` None means ``dir_fd`` is the file."""
     try:
-        data = file.read_bytes()
+        fd = os.dup(dir_fd) if name is None else os.open(name, _OPEN_ANY, dir_fd=dir_fd)
     except OSError:
         return
+    with open(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return  # sockets, FIFOs, devices: never read
+        if st.st_nlink > 1 and not approved(file):
+            out.hard_links_left_out += 1
+            return
+        try:
+            data = f.read()
+        except OSError:
+            return
     if b"\0" in data:
         return
     for n, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
@@ -274,7 +404,7 @@ async def fs_search(
     """
     target = ctx.resolve(path, must_exist=True)
     query = SearchQuery(pattern, glob, regex, case_sensitive, max_results)
-    out = await search(ctx.root, target.path, query)
+    out = await search(ctx.root, target.path, query, approved=lambda p: approved(ctx, p))
     files = len({m["path"] for m in out.matches})
     more = " (truncated: narrow the path or pattern)" if out.truncated else ""
     data: dict[str, Any] = {
@@ -286,7 +416,23 @@ async def fs_search(
         data["warning"] = out.warning
     return ToolResult(
         ok=True,
-        message=f"{len(out.matches)} matching lines in {files} file(s){more}.",
+        message=f"{len(out.matches)} matching lines in {files} file(s){more}."
+        + _left_out(out, data),
         data=data,
         truncated=out.truncated,
     )
+
+
+def _left_out(out: SearchOutcome, data: dict[str, Any]) -> str:
+    """Say what was not searched, so the model knows the answer may be incomplete."""
+    notes = []
+    if out.hard_links_left_out:
+        data["hard_links_left_out"] = out.hard_links_left_out
+        notes.append(
+            f" {out.hard_links_left_out} file(s) with several hard links were left out; "
+            "searching one needs the user's approval of that exact file."
+        )
+    if out.unconfirmed_left_out:
+        data["changed_left_out"] = out.unconfirmed_left_out
+        notes.append(f" {out.unconfirmed_left_out} match(es) changed during the search.")
+    return "".join(notes)

@@ -15,7 +15,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from xclaw.redact import MASK, redact
+from xclaw.redact import MASK, is_secret_field, redact
 from xclaw.store.base import SessionRecord, TranscriptItem
 
 # Session meta the model was given but a transcript must never carry.
@@ -26,11 +26,6 @@ _PROTOCOL_BLOCK = re.compile(
 )
 # A block cut off before its closing tag (a truncated reply) is still protocol text.
 _PROTOCOL_TAIL = re.compile(r"<(?:agent_protocol|system[_-]reminder)\b[^>]*>.*\Z", re.DOTALL)
-_SECRET_KEY = re.compile(
-    r"(api[_-]?key|access[_-]?key|private[_-]?key|secret|passw(?:or)?d|credential"
-    r"|(?:^|[_-])(?:auth|token)$|^authorization$)",
-    re.IGNORECASE,
-)
 
 
 def clean_text(text: str) -> str:
@@ -53,7 +48,7 @@ def clean_value(value: Any) -> Any:
 
 
 def _clean_entry(key: str, value: Any) -> Any:
-    if isinstance(value, str) and value and _SECRET_KEY.search(key):
+    if isinstance(value, str) and value and is_secret_field(key):
         return MASK
     return clean_value(value)
 

@@ -1,0 +1,96 @@
+"""Where model-run programs run: ``bwrap`` (default on Linux), ``full`` (a remote E2B-compatible
+sandbox per session) or ``host`` (explicit choice, or when bubblewrap cannot work — then with a
+warning, never silently).
+
+``make_sandbox`` picks one from the configured mode; ``SandboxChoice.warning`` says what the
+live view and ``doctor`` must show.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from xclaw.core.errors import ConfigError
+from xclaw.sandbox.base import CommandRequest, Launch, LocalSandbox, Mode, RemoteSandbox
+from xclaw.sandbox.bwrap import BwrapOptions, BwrapSandbox, bwrap_problem
+from xclaw.sandbox.host import HostSandbox
+
+Requested = Literal["auto", "bwrap", "host", "full"]
+Sandbox = BwrapSandbox | HostSandbox | RemoteSandbox
+
+__all__ = [
+    "BwrapOptions",
+    "BwrapSandbox",
+    "CommandRequest",
+    "HostSandbox",
+    "Launch",
+    "LocalSandbox",
+    "Mode",
+    "RemoteSandbox",
+    "Requested",
+    "Sandbox",
+    "SandboxChoice",
+    "make_sandbox",
+    "requested_mode",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxChoice:
+    sandbox: Sandbox
+    warning: str = ""
+
+    @property
+    def mode(self) -> Mode:
+        return self.sandbox.mode
+
+
+def requested_mode(flag: str | None = None, configured: str | None = None) -> Requested:
+    """The flag, then ``XCLAW_SANDBOX``, then the config, then ``auto``."""
+    raw = flag or os.environ.get("XCLAW_SANDBOX") or configured or "auto"
+    if raw not in ("auto", "bwrap", "host", "full"):
+        raise ConfigError(
+            f"Unknown sandbox mode {raw!r}.",
+            code="CONFIG_INVALID",
+            hint="Use one of: auto, bwrap, host, full.",
+        )
+    return raw  # type: ignore[return-value]
+
+
+def make_sandbox(
+    requested: Requested = "auto",
+    *,
+    options: BwrapOptions | None = None,
+    hidden: tuple[Path, ...] = (),
+) -> SandboxChoice:
+    """Build the sandbox for one session. ``bwrap`` asked for but unusable is an error."""
+    opts = options or BwrapOptions()
+    opts.hidden = hidden or opts.hidden
+    if requested == "full":
+        from xclaw.sandbox.remote import sandbox_from_environment
+
+        return SandboxChoice(sandbox_from_environment())
+    if requested == "host":
+        return SandboxChoice(
+            HostSandbox(opts.env_passthrough, "chosen"),
+            "sandbox: host mode (chosen) — commands run unconfined as your user; "
+            "everything but known read-only commands asks first",
+        )
+    problem = bwrap_problem()
+    if problem is None:
+        return SandboxChoice(BwrapSandbox(opts))
+    if requested == "bwrap":
+        raise ConfigError(
+            f"The bwrap sandbox was requested but {problem}.",
+            code="SANDBOX_UNAVAILABLE",
+            hint="Install bubblewrap (apt-get install bubblewrap) and allow user namespaces, "
+            "or choose --sandbox host knowingly.",
+        )
+    return SandboxChoice(
+        HostSandbox(opts.env_passthrough, problem),
+        f"sandbox: host mode because {problem} — commands run unconfined as your user; "
+        "everything but known read-only commands asks first",
+    )

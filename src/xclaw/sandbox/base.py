@@ -1,0 +1,101 @@
+"""What every sandbox offers the command tools, as data and one small protocol.
+
+A *local* sandbox (``bwrap``, ``host``) turns a validated command into a ``Launch``: the
+program xclaw actually starts (``bwrap ... -- prog argv`` or ``prog argv`` itself), its
+environment and working directory. The command tools keep doing the spawning, output capture
+and tree killing, written once. A *remote* sandbox (``full``) runs the command elsewhere and
+streams its output back; it implements ``RemoteSandbox``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+Mode = Literal["bwrap", "host", "full"]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRequest:
+    """A command the policy allowed, before any sandbox wrapped it."""
+
+    program: str  # as the model wrote it; argv[0]
+    executable: str  # absolute path on this machine (local modes)
+    argv: tuple[str, ...]
+    cwd: Path  # inside the project root
+    env: Mapping[str, str]  # the model's extra variables, already checked
+    root: Path  # the project root (resolved)
+    granted: tuple[Path, ...] = ()  # folders outside the root a human opened for the task
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What to spawn for a command: ``argv[0]`` is shown, ``executable`` is run."""
+
+    executable: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    cwd: Path
+    pass_fds: tuple[int, ...] = ()
+    # bwrap reports a child killed by signal N as exit status 128+N
+    signals_as_exit_codes: bool = False
+    run_as: tuple[int, int] | None = None  # (uid, gid) to start it as; None: our own
+
+    @property
+    def uid(self) -> int | None:
+        return None if self.run_as is None else self.run_as[0]
+
+    @property
+    def gid(self) -> int | None:
+        return None if self.run_as is None else self.run_as[1]
+
+    @property
+    def extra_groups(self) -> list[int] | None:
+        """No supplementary groups when dropping privileges (a real drop, not just the uid)."""
+        return None if self.run_as is None else []
+
+    def decode_returncode(self, code: int | None) -> int | None:
+        """Popen-style: negative for a signal, as if the program had been started directly."""
+        if self.signals_as_exit_codes and code is not None and 128 < code < 128 + 65:
+            return -(code - 128)
+        return code
+
+
+@runtime_checkable
+class LocalSandbox(Protocol):
+    mode: Mode
+
+    def launch(self, request: CommandRequest, *, tag: str) -> Launch:
+        """The process to start for ``request``; ``tag`` goes into its environment."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteOutcome:
+    returncode: int | None  # None when it was stopped (timeout, cancel)
+    timed_out: bool
+    duration_ms: int
+    notes: tuple[str, ...] = ()  # what syncing skipped, refused or copied back
+
+
+OutputCallback = Callable[[Literal["stdout", "stderr"], bytes], None]
+
+
+@runtime_checkable
+class RemoteSandbox(Protocol):
+    mode: Mode
+
+    async def run(
+        self,
+        request: CommandRequest,
+        *,
+        stdin: str | None,
+        timeout_s: float,
+        on_output: OutputCallback,
+    ) -> RemoteOutcome:
+        """Run to completion (or timeout) in the remote sandbox, streaming output."""
+        ...
+
+    async def close(self) -> None: ...
