@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from xclaw.cli.common import console, err_console
 from xclaw.cli.render import LiveView, print_summary
 from xclaw.core.errors import ScriptMismatch
 from xclaw.core.events import Event, EventBus
+from xclaw.redact import redact
 
 _URL = re.compile(r"http://127\.0\.0\.1:\d+/?")
 
@@ -27,7 +29,9 @@ def demo(
 ) -> None:
     """Build, serve, break and fix a small website with a scripted model (no key needed)."""
     from xclaw.coding.demo.run import prepare_dir, run_demo, script_path
+    from xclaw.dirs import config_dir, data_dir
     from xclaw.models.text.model import xml_demo_model
+    from xclaw.sandbox import make_sandbox, requested_mode
 
     if protocol not in ("native", "xml"):
         raise typer.BadParameter("--protocol must be native or xml")
@@ -55,12 +59,20 @@ def demo(
 
     bus.subscribe(watch)
     chosen = xml_demo_model(script_path()) if protocol == "xml" else None
-    result, model = asyncio.run(run_demo(root, bus, chosen))
+    choice = make_sandbox(requested_mode(), hidden=(data_dir(), config_dir()))
+    if choice.warning:
+        console.print(
+            f"[bold yellow]warning:[/] {choice.warning}. The demo approves its own scripted "
+            "commands.\n"
+        )
+    else:
+        console.print(f"[dim]sandbox: {choice.mode} — every command runs confined[/]\n")
+    result, model = asyncio.run(run_demo(root, bus, chosen, choice.sandbox))
     print_summary(console, result)
     try:
         model.assert_complete()
     except ScriptMismatch as err:
-        err_console.print(f"[red]{err.code}[/]: {err.message}")
+        err_console.print(f"[red]{err.code}[/]: {escape(redact(err.message))}")
         raise typer.Exit(1) from None
     named = [u for u in served if u.rstrip("/") in result.reply]
     if not result.ok or not named:

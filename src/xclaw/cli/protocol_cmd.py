@@ -12,6 +12,7 @@ import typer
 from xclaw.cli.common import fail
 from xclaw.core.errors import ConfigError
 from xclaw.core.tooling import ToolSpec
+from xclaw.redact import redact_json
 
 app = typer.Typer(
     help="Inspect the XML text protocol used by chat-text models.", no_args_is_help=True
@@ -54,7 +55,8 @@ def parse(
     from xclaw.models.text.protocol import ParsedTurn, parse_reply
 
     result = parse_reply(text, specs)
-    typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
+    printed = redact_json(result.to_dict())  # a reply may quote a file holding a key
+    typer.echo(json.dumps(printed, indent=2, ensure_ascii=False, default=str))
     raise typer.Exit(0 if isinstance(result, ParsedTurn) else 1)
 
 

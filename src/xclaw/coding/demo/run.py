@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 from importlib import resources
 from pathlib import Path
+from typing import Any, Literal
 
 from xclaw.coding.agent import Agent
 from xclaw.core.events import EventBus
@@ -33,11 +34,20 @@ def prepare_dir(directory: Path | None) -> Path:
 
 
 async def run_demo(
-    directory: Path, bus: EventBus, model: ScriptedModel | TextProtocolModel | None = None
+    directory: Path,
+    bus: EventBus,
+    model: ScriptedModel | TextProtocolModel | None = None,
+    sandbox: Any = None,
 ) -> tuple[RunResult, ScriptedModel | TextProtocolModel]:
-    """Run the demo task; ``model`` replaces the native scripted model (e.g. the XML one)."""
+    """Run the demo task; ``model`` replaces the native scripted model (e.g. the XML one).
+
+    In a sandbox nothing of the script asks; in host mode (no sandbox could work) the
+    script's own commands — ours, not a model's — are approved, and the caller says so.
+    """
     if model is None:
         model = ScriptedModel(load_script(script_path()), name="scripted demo")
-    agent = Agent(model, directory, approval="deny", bus=bus)
+    host = sandbox is not None and sandbox.mode == "host"
+    approval: Literal["deny", "allow"] = "allow" if host else "deny"
+    agent = Agent(model, directory, approval=approval, bus=bus, sandbox=sandbox)
     result = await agent.run(DEMO_TASK)
     return result, model
