@@ -234,9 +234,9 @@ def test_status_shows_processes_left_by_a_killed_run(tmp_path: Path, mode: str) 
         started = next(e for e in store.load_ledger(session.id) if e.name == "process.start")
         assert started.result is not None
         server_pid = started.result["data"]["pid"]
+        out = cli("status", "-C", str(root))  # also stops sandboxes left by the killed run
         if mode == "bwrap":
             _wait_for(lambda: not _pids_in(root), 10)
-        out = cli("status", "-C", str(root))
         assert out.exit_code == 0, out.output
         assert session.id in out.stdout and "running" in out.stdout
         assert "phase EXECUTING" in out.stdout

@@ -227,3 +227,35 @@ def test_the_environment_is_an_allow_list(monkeypatch: pytest.MonkeyPatch, root:
         if isinstance(sandbox, BwrapSandbox):
             sandbox.network.close_sync()
     assert os.environ["MY_SERVICE_PASSWORD"] == "hunter2hunter2"
+
+
+def test_launchers_whose_xclaw_died_are_reaped() -> None:
+    from xclaw.sandbox.orphans import OWNER_VAR, owner_mark, reap_orphans
+    from xclaw.tools._proctree import read_stat
+
+    gone = subprocess.Popen(["sleep", "0"])
+    info = read_stat(gone.pid)
+    gone.wait()  # its pid and start time now name nobody
+    dead_mark = f"{gone.pid}:{info.start if info else 1}"
+    argv = ["bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--", "sleep", "61.75"]
+    orphan = subprocess.Popen(argv, env={OWNER_VAR: dead_mark, "PATH": os.defpath})
+    ours = subprocess.Popen(argv, env={OWNER_VAR: owner_mark(), "PATH": os.defpath})
+    try:
+        deadline = 50
+        while deadline and not _cmdline_has(orphan.pid, b"61.75"):
+            deadline -= 1
+            subprocess.run(["sleep", "0.02"], check=True)
+        assert reap_orphans() >= 1
+        assert orphan.wait(timeout=10) == -9
+        assert ours.poll() is None  # its owner (this test) is alive: left alone
+    finally:
+        for proc in (orphan, ours):
+            proc.kill()
+            proc.wait()
+
+
+def _cmdline_has(pid: int, needle: bytes) -> bool:
+    try:
+        return needle in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False

@@ -98,6 +98,11 @@ def status(
     directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
 ) -> None:
     """The current (latest) session of this project: its state, phase and processes."""
+    from xclaw.sandbox.orphans import reap_orphans
+
+    reaped = reap_orphans()
+    if reaped:
+        console.print(f"stopped {reaped} sandboxed process(es) that a killed xclaw left behind")
     store = open_store()
     found = store.list_sessions(root=str(directory.resolve()), limit=1)
     if not found:

@@ -17,6 +17,7 @@ from xclaw.core.errors import ConfigError
 from xclaw.sandbox.base import CommandRequest, Launch, LocalSandbox, Mode, RemoteSandbox
 from xclaw.sandbox.bwrap import BwrapOptions, BwrapSandbox, bwrap_problem
 from xclaw.sandbox.host import HostSandbox
+from xclaw.sandbox.orphans import reap_orphans
 
 Requested = Literal["auto", "bwrap", "host", "full"]
 Sandbox = BwrapSandbox | HostSandbox | RemoteSandbox
@@ -81,6 +82,7 @@ def make_sandbox(
         )
     problem = bwrap_problem()
     if problem is None:
+        reap_orphans()  # sandboxes a killed xclaw left behind
         return SandboxChoice(BwrapSandbox(opts))
     if requested == "bwrap":
         raise ConfigError(

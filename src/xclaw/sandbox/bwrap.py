@@ -30,6 +30,7 @@ from xclaw.policy.paths import is_secret_path
 from xclaw.sandbox.base import CommandRequest, Launch, Mode
 from xclaw.sandbox.env import child_environment
 from xclaw.sandbox.netns import SessionNetwork
+from xclaw.sandbox.orphans import OWNER_VAR, owner_mark
 from xclaw.sandbox.protect import read_only_paths
 from xclaw.tools._proctree import TAG_VAR
 
@@ -110,10 +111,11 @@ class BwrapSandbox:
         if not network:
             prefix, fds = self.network.enter_prefix()
             words = [*prefix, *words]
+        words = [*_pdeathsig_prefix(), *words]
         return Launch(
             words[0],
             tuple(words),
-            {TAG_VAR: tag},
+            {TAG_VAR: tag, OWNER_VAR: owner_mark()},
             request.cwd,
             pass_fds=fds,
             signals_as_exit_codes=True,
@@ -192,6 +194,14 @@ class BwrapSandbox:
             if _under(hidden, [*visible, root, *request.granted]):
                 words += _mask(hidden)  # a project that holds them still must not show them
         return words
+
+
+@functools.cache
+def _pdeathsig_prefix() -> tuple[str, ...]:
+    """Die with xclaw from the first instant (before bwrap sets its own parent-death signal);
+    ``orphans.reap_orphans`` covers the instant before this takes hold."""
+    setpriv = shutil.which("setpriv")
+    return (setpriv, "--pdeathsig", "KILL", "--") if setpriv else ()
 
 
 def _enclosing_git_dir(root: Path) -> Path | None:
