@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from xclaw.cli import config_cmd, models_cmd, protocol_cmd, tools_cmd
+from xclaw.cli.bridge_cmd import bridge
 from xclaw.cli.demo_cmd import demo
 from xclaw.cli.doctor_cmd import doctor
 from xclaw.cli.run_cmd import resume, run
@@ -27,6 +28,7 @@ app.command()(fork)
 app.command()(export)
 app.command()(demo)
 app.command()(doctor)
+app.command()(bridge)
 app.add_typer(tools_cmd.app, name="tools")
 app.add_typer(models_cmd.app, name="models")
 app.add_typer(protocol_cmd.app, name="protocol")

@@ -1,0 +1,30 @@
+"""``xclaw bridge``: an OpenAI-compatible HTTP API in front of any configured xclaw model.
+
+    schema    what a client may send (pydantic; unknown fields ignored, unkeepable ones 400)
+    convert   OpenAI messages and function tools -> xclaw Messages and ToolSpecs
+    served    one model as served: its FIFO queue (browser-backed / serialize=True models),
+              protocol resends, and which conversation a text-protocol chat holds
+    reply     model events -> chat.completion / chat.completion.chunk objects
+    errors    OpenAI-shaped error answers with stable codes, redacted
+    token     the bearer token file (0600, printed once)
+    app       the FastAPI app and its token guard
+    server    uvicorn: loopback binding, graceful shutdown
+
+Tools are the client's: the bridge tells the model about them and hands its calls back as
+``tool_calls``; it never runs one. Models without a tool channel (``TextProtocolModel``) carry
+them through the XML protocol.
+"""
+
+from __future__ import annotations
+
+from xclaw.bridge.app import create_app
+from xclaw.bridge.served import needs_serial
+from xclaw.bridge.token import BridgeToken, default_token_path, load_or_create_token
+
+__all__ = [
+    "BridgeToken",
+    "create_app",
+    "default_token_path",
+    "load_or_create_token",
+    "needs_serial",
+]
