@@ -47,6 +47,7 @@ bench: deps
 	$(BIN)/python bench/durable_loop.py
 	$(BIN)/python bench/resume_bench.py
 	$(BIN)/python bench/sandbox_exec.py
+	$(BIN)/python bench/web_transport.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -8,6 +8,7 @@ from xclaw.cli import config_cmd, models_cmd, protocol_cmd, tools_cmd
 from xclaw.cli.bridge_cmd import bridge
 from xclaw.cli.demo_cmd import demo
 from xclaw.cli.doctor_cmd import doctor
+from xclaw.cli.login_cmd import login
 from xclaw.cli.run_cmd import resume, run
 from xclaw.cli.sessions_cmd import export, fork, rollback, sessions, status, steps
 
@@ -28,6 +29,7 @@ app.command()(fork)
 app.command()(export)
 app.command()(demo)
 app.command()(doctor)
+app.command()(login)
 app.command()(bridge)
 app.add_typer(tools_cmd.app, name="tools")
 app.add_typer(models_cmd.app, name="models")

@@ -43,6 +43,50 @@ def _version(program: str, flag: str) -> str | None:
     return first[0] if first else path
 
 
+def _browser_rows() -> list[tuple[str, str, str]]:
+    """The browser chatgpt-web would launch, its profile, and whether it is signed in (read
+    from the profile's cookies without launching anything)."""
+    from xclaw.browser.discovery import find_browser
+    from xclaw.dirs import data_dir
+
+    rows: list[tuple[str, str, str]] = []
+    try:
+        rows.append(("browser", "ok", str(find_browser())))
+    except XclawError as err:
+        rows.append(("browser", "optional", f"{err.message} (needed for chatgpt-web)"))
+    profile = data_dir() / "browser" / "chatgpt"
+    if not profile.is_dir():
+        rows.append(("chatgpt login", "optional", "no profile yet: run `xclaw login`"))
+        return rows
+    signed_in = _has_session_cookie(profile)
+    detail = f"profile {profile}; " + (
+        "a session cookie is present (check with `xclaw login --headless`)"
+        if signed_in
+        else "no session cookie: run `xclaw login`"
+    )
+    rows.append(("chatgpt login", "ok" if signed_in else "optional", detail))
+    return rows
+
+
+def _has_session_cookie(profile: Path) -> bool:
+    """Chromium keeps cookies in SQLite; the value is encrypted, the name is not."""
+    import sqlite3
+
+    for db in (profile / "Default" / "Cookies", profile / "Default" / "Network" / "Cookies"):
+        if not db.is_file():
+            continue
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True) as conn:
+                row = conn.execute(
+                    "SELECT 1 FROM cookies WHERE name LIKE '%session-token%' LIMIT 1"
+                ).fetchone()
+        except sqlite3.Error:
+            continue
+        if row is not None:
+            return True
+    return False
+
+
 def _sandbox_row() -> tuple[str, str, str]:
     """Which sandbox commands would get, and why not bwrap when it is not."""
     from xclaw.sandbox.bwrap import bwrap_problem
@@ -74,6 +118,8 @@ def doctor(
             table.add_row(name, "missing" if required else "optional", hint)
             ok = ok and not required
     table.add_row(*_sandbox_row())
+    for row in _browser_rows():
+        table.add_row(*row)
     try:
         cfg = load_config(directory)
         table.add_row("config", "ok", f"model: {cfg.model or '(none: use --model)'}")

@@ -101,6 +101,25 @@ class LiveView:
             code = p.get("error_code") or "ERROR"
             self.console.print(f"  [red]✗ {code}[/] {_safe(str(p['message']))}")
 
+    def on_browser_started(self, ev: Event) -> None:
+        p = ev.payload
+        where = _safe(str(p.get("executable") or p.get("browser") or "the browser"))
+        self.console.print(f"[dim]browser started: {where}[/]")
+
+    def on_browser_auth_required(self, ev: Event) -> None:
+        self.console.print("[yellow]the ChatGPT page is signed out: run `xclaw login`[/]")
+
+    def on_conversation_created(self, ev: Event) -> None:
+        p = ev.payload
+        what = p.get("note") or (f"conversation {p['url']}" if p.get("url") else "")
+        if what:
+            self.console.print(f"[dim]{_safe(str(what))}[/]")
+
+    def on_conversation_mode_selected(self, ev: Event) -> None:
+        p = ev.payload
+        line = f"mode: {p.get('selected') or 'unchanged'} (asked {p.get('requested')})"
+        self.console.print(f"[dim]{_safe(line)} — {_safe(str(p.get('reason', '')))}[/]")
+
     def on_model_failover(self, ev: Event) -> None:
         p = ev.payload
         self.console.print(

@@ -14,6 +14,7 @@ from rich.prompt import Confirm
 
 from xclaw.cli.common import console, fail, install_interrupt, make_approver, sandbox_factory
 from xclaw.cli.render import LiveView, print_summary
+from xclaw.cli.web import attach_web_relay, browser_flags, saved_web_base_url
 from xclaw.config import load_config
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.core.events import EventBus
@@ -66,6 +67,7 @@ def _build_agent(
         limits = replace(limits, max_turns=max_turns)
     bus = EventBus()
     bus.subscribe(LiveView(console))
+    attach_web_relay(model, bus)
     factory = sandbox_factory(sandbox, cfg)
     return Agent(
         model,
@@ -96,6 +98,12 @@ def run(
         str | None, typer.Option("--sandbox", help="auto | bwrap | host | full (default auto)")
     ] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
+    headless: Annotated[
+        bool, typer.Option("--headless", help="Run the model's browser without a window.")
+    ] = False,
+    browser: Annotated[
+        str | None, typer.Option("--browser", help="Chromium/Chrome to use for chatgpt-web.")
+    ] = None,
     base_url: Annotated[
         str | None,
         typer.Option("--base-url", help="Endpoint of an OpenAI- or Anthropic-compatible gateway."),
@@ -103,6 +111,7 @@ def run(
 ) -> None:
     """Run the coding agent on a project (recorded as a session you can resume)."""
     try:
+        browser_flags(headless, browser)
         agent = _build_agent(directory, model, approval, max_turns, base_url, sandbox)
     except XclawError as err:
         fail(err)
@@ -162,6 +171,12 @@ def resume(
     sandbox: Annotated[
         str | None, typer.Option("--sandbox", help="auto | bwrap | host | full")
     ] = None,
+    headless: Annotated[
+        bool, typer.Option("--headless", help="Run the model's browser without a window.")
+    ] = False,
+    browser: Annotated[
+        str | None, typer.Option("--browser", help="Chromium/Chrome to use for chatgpt-web.")
+    ] = None,
 ) -> None:
     """Continue a session after a crash, a stop or a pause, without redoing side effects."""
     try:
@@ -169,6 +184,8 @@ def resume(
             raise ConfigError("Choose one of --retry-interrupted and --skip-interrupted.")
         session = _session_to_resume(session_id, directory)
         spec = model or session.meta.get("model_spec")
+        browser_flags(headless, browser)
+        base_url = base_url or saved_web_base_url(spec, session.meta)
         agent = _build_agent(Path(session.root), spec, approval, max_turns, base_url, sandbox)
     except XclawError as err:
         fail(err)

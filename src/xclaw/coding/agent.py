@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from xclaw.coding.checkpoints import checkpoint_hook, checkpoint_text
+from xclaw.coding.conversation import conversation_hook, reopen_conversation
 from xclaw.coding.gate import evidence_gate
 from xclaw.coding.prompt import SYSTEM_PROMPT, task_message
 from xclaw.coding.toolset import coding_registry
@@ -25,7 +26,7 @@ from xclaw.context.budget import ContextBudget, budget_hook
 from xclaw.context.tokens import counter_for_model
 from xclaw.core.dispatch import emit
 from xclaw.core.errors import ConfigError
-from xclaw.core.events import EventBus, EventType
+from xclaw.core.events import Event, EventBus, EventType
 from xclaw.core.hooks import BeforeModelCall, Hooks
 from xclaw.core.limits import Limits
 from xclaw.core.loop import LoopDeps, finish, run_loop
@@ -172,6 +173,10 @@ class Agent:
         # Interrupted calls are settled on the full history even when the model then
         # continues in a fresh context: nothing is dropped or silently run again.
         restart = (lambda: self._fresh_context(state, store, session)) if fresh_context else None
+        if not fresh_context:
+            note = await reopen_conversation(self.model, session.meta)
+            if note:
+                self.bus.emit(Event("conversation.created", session_id, state.turn, {"note": note}))
         return await self._drive(
             state, workspace, settle=interrupted, resuming=True, fresh_context=restart
         )
@@ -264,7 +269,7 @@ class Agent:
     ) -> RunResult:
         hooks = self.hooks.merged(
             Hooks(
-                before_model_call=self._context_hooks(),
+                before_model_call=self._context_hooks() + self._conversation_hooks(),
                 after_tools=[checkpoint_hook(workspace, self.checkpoint_every)],
             )
         )
@@ -320,6 +325,11 @@ class Agent:
 
         self.model.on_event = listener
         return previous
+
+    def _conversation_hooks(self) -> list[BeforeModelCall]:
+        """A web conversation's URL is kept with the session, for a resume."""
+        hook = conversation_hook(self.model)
+        return [hook] if hook is not None else []
 
     def _context_hooks(self) -> list[BeforeModelCall]:
         """Keep the conversation inside the model's window (known from its preset)."""

@@ -15,6 +15,7 @@ EventType = Literal[
     "browser.auth_required",
     "browser.takeover_required",
     "conversation.created",
+    "conversation.mode_selected",
     "run.started",
     "model.message_sent",
     "model.streaming",

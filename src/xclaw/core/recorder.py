@@ -70,6 +70,10 @@ class Recorder(Protocol):
 
     def finished(self, state: RunState, *, pending: dict[str, Any] | None = None) -> None: ...
 
+    def note(self, key: str, value: Any) -> None:
+        """Keep a fact about the session (e.g. its web conversation URL) for a resume."""
+        ...
+
 
 class NullRecorder:
     """Records nothing: for in-memory runs and tests."""
@@ -113,6 +117,9 @@ class NullRecorder:
         pass
 
     def finished(self, state: RunState, *, pending: dict[str, Any] | None = None) -> None:
+        pass
+
+    def note(self, key: str, value: Any) -> None:
         pass
 
 

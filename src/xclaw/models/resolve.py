@@ -93,6 +93,10 @@ def resolve_one(
     timeout_s: float = 600.0,
 ) -> Model:
     provider, sep, rest = spec.partition(":")
+    if provider == "chatgpt-web":  # the web page as a model; the mode is optional
+        from xclaw.models.web import chatgpt_web_model
+
+        return chatgpt_web_model(rest or None, base_url=base_url)
     if not sep or not rest:
         raise ConfigError(
             f"Model spec {spec!r} must look like provider:model.",

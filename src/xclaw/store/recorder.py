@@ -303,6 +303,14 @@ class SessionRecorder:
         """A run (first or resumed) starts: the session is Running."""
         self.batch.session_updates.update(state="running", phase="RUNNING", pending=None)
 
+    def note(self, key: str, value: Any) -> None:
+        """Stored with the session at the next durability barrier (before the next model
+        call at the latest)."""
+        if self.session.meta.get(key) == value:
+            return
+        self.session.meta[key] = value
+        self.batch.session_updates["meta"] = dict(self.session.meta)
+
     def finished(self, state: RunState, *, pending: dict[str, Any] | None = None) -> None:
         session_state, phase = _FINAL_STATE.get(state.status, ("failed", "FAILED"))
         meta = dict(self.session.meta)

@@ -333,3 +333,41 @@ async def test_surfaces_never_see_protocol_text(root: Path) -> None:
     assert result.ok
     assert streamed == ["Writing a.txt.", "Done: wrote a.txt and read it back."]
     assert not any("<" in text for text in streamed)
+
+
+class _Conversations(ScriptedTransport):
+    """A scripted chat that can start a new conversation, like the web page."""
+
+    def __init__(self, replies: list[str]) -> None:
+        super().__init__(replies)
+        self.started_at: list[int] = []
+
+    async def start_conversation(self) -> None:
+        self.started_at.append(len(self.sent))
+
+
+async def test_a_long_conversation_continues_in_a_new_one_with_the_steps_so_far(
+    root: Path,
+) -> None:
+    transport = _Conversations(
+        [_write("a.txt", "x" * 400), _write("b.txt", "y" * 400), _read("a.txt"), _final()]
+    )
+    model = TextProtocolModel(transport, max_conversation_chars=6_000)
+    agent = Agent(model, root, evidence_gate_enabled=False)
+    result = await agent.run("write a.txt and b.txt, then read a.txt")
+    assert result.status == "completed", result.reason
+    assert transport.started_at, "the chat grew past the limit: a new conversation starts"
+    restart = transport.sent[transport.started_at[0]]
+    assert restart.startswith("<agent_protocol>") and "Steps taken so far:" in restart
+    assert '- fs.write {"path":"a.txt"' in restart  # the summary names what was done
+    assert (root / "a.txt").read_text() == "x" * 400 and (root / "b.txt").exists()
+    assert model.conversations_started == len(transport.started_at)
+    transport.assert_complete()
+
+
+async def test_no_limit_keeps_one_conversation(root: Path) -> None:
+    transport = _Conversations([_write("a.txt", "x" * 400), _final()])
+    result = await Agent(TextProtocolModel(transport), root, evidence_gate_enabled=False).run(
+        "write a.txt"
+    )
+    assert result.status == "completed" and transport.started_at == []

@@ -45,16 +45,36 @@ class TextProtocolModel(Model):
     """A ``Model`` over a ``TextTransport``; see the module docstring."""
 
     def __init__(
-        self, transport: TextTransport, *, name: str = "text", fresh_conversation: bool = True
+        self,
+        transport: TextTransport,
+        *,
+        name: str = "text",
+        fresh_conversation: bool = True,
+        max_conversation_chars: int | None = None,
     ) -> None:
         """``fresh_conversation=False`` when the transport reattaches to a chat that already
-        holds the protocol (the first message then carries only what is new)."""
+        holds the protocol (the first message then carries only what is new).
+
+        ``max_conversation_chars``: when the chat has carried this much text and the
+        transport can ``start_conversation()``, the next message opens a new conversation
+        with the protocol, the task and a summary of the steps so far (seed 000 §11), so a
+        web page never grows past what it handles well."""
         self.transport = transport
         self.name = name
         self.opened = not fresh_conversation
+        self.max_conversation_chars = max_conversation_chars
+        self.conversation_chars = 0
+        self.conversations_started = 0
 
     async def respond(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        reply = await self.transport.send(self.outbound(request))
+        outbound = self.outbound(request)
+        if self._too_long(len(outbound)):
+            await self.transport.start_conversation()  # type: ignore[attr-defined]
+            self.opened, self.conversation_chars = False, 0
+            self.conversations_started += 1
+            outbound = self.outbound(request)
+        reply = await self.transport.send(outbound)
+        self.conversation_chars += len(outbound) + len(reply)
         self.opened = True
         identity = str(sum(1 for m in request.messages if m.role == "assistant"))
         parsed = parse_reply(reply, request.tools, identity=identity)
@@ -70,6 +90,15 @@ class TextProtocolModel(Model):
         if parsed.tool_call is not None:
             yield ToolCallEvent(parsed.tool_call)
         yield Finish("tool_calls" if parsed.tool_call is not None else "stop")
+
+    def _too_long(self, adding: int) -> bool:
+        limit = self.max_conversation_chars
+        return (
+            limit is not None
+            and self.opened
+            and self.conversation_chars + adding > limit
+            and hasattr(self.transport, "start_conversation")
+        )
 
     def outbound(self, request: ModelRequest) -> str:
         """The next message to send, always ending with one ``<system_reminder>``."""

@@ -1,0 +1,28 @@
+"""The dedicated browser that web adapters drive (seed 000 §4.2): found on the machine, run on
+its own profile under the data directory, launched and relaunched only by us.
+
+Shared by every adapter that needs a real browser page (the ChatGPT web model, a page agent).
+"""
+
+from xclaw.browser.discovery import BROWSER_ENV, browser_candidates, find_browser
+from xclaw.browser.manager import (
+    HEADLESS_ENV,
+    BrowserManager,
+    BrowserOptions,
+    EventSink,
+    headless_from_env,
+)
+from xclaw.browser.profile import profile_dir, profile_owner_pid
+
+__all__ = [
+    "BROWSER_ENV",
+    "HEADLESS_ENV",
+    "BrowserManager",
+    "BrowserOptions",
+    "EventSink",
+    "browser_candidates",
+    "find_browser",
+    "headless_from_env",
+    "profile_dir",
+    "profile_owner_pid",
+]

@@ -1,0 +1,119 @@
+"""What state the page is in: signed in or out, a verification challenge, a banner.
+
+Sign-in comes from the site's own session endpoint, fetched by the page (its cookies, its
+browser), then from the URL (an auth host or path) and login buttons. Challenges come as
+strong evidence (challenge markup, challenge URLs: act at once) or weak evidence (English
+wording: act only when it lasts a grace period, since auto-passing checks clear by themselves).
+Banners are the page's alert/error elements; they too must last a grace period.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+from urllib.parse import urljoin, urlsplit
+
+from playwright.async_api import Page
+
+from xclaw.models.chatgpt_web.dom import find
+from xclaw.models.chatgpt_web.locators import (
+    AUTH_HOSTS,
+    AUTH_PATH_PREFIXES,
+    AUTH_SESSION_PATH,
+    BANNER,
+    CHALLENGE_PATH_PREFIXES,
+    CHALLENGE_SELECTORS,
+    CHALLENGE_TEXT,
+    LOGIN_BUTTON,
+)
+from xclaw.models.chatgpt_web.scripts import BANNER_TEXTS, CHALLENGE_PROBE, SESSION_PROBE
+from xclaw.redact import redact
+
+_BANNER_CHARS = 300
+
+
+class AuthState(StrEnum):
+    LOGGED_IN = "logged_in"
+    LOGGED_OUT = "logged_out"
+    CHALLENGE = "challenge"  # a verification page stands in the way; a person must pass it
+    UNKNOWN = "unknown"  # still loading, or the site did not say
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One look at the page for anything that stops the conversation."""
+
+    challenge_strong: bool = False
+    challenge_weak: bool = False
+    banner: str | None = None  # the banner's text (redacted, shortened)
+    auth_page: bool = False  # the page is a sign-in page
+
+    @property
+    def any(self) -> bool:
+        return self.challenge_strong or self.challenge_weak or bool(self.banner) or self.auth_page
+
+
+@dataclass(frozen=True, slots=True)
+class Takeover:
+    """Why a person is needed at the browser window; passed to the ``on_takeover`` hook."""
+
+    code: Literal["WEB_CHALLENGE", "WEB_BANNER", "WEB_MANUAL"]
+    message: str  # a plain sentence for the user
+    url: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message, "url": self.url}
+
+
+def same_origin(url: str, base_url: str) -> bool:
+    a, b = urlsplit(url), urlsplit(base_url)
+    return (a.scheme, a.netloc) == (b.scheme, b.netloc)
+
+
+def is_auth_url(url: str, base_url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.hostname in AUTH_HOSTS:
+        return True
+    return same_origin(url, base_url) and parts.path.startswith(AUTH_PATH_PREFIXES)
+
+
+async def look(page: Page, base_url: str) -> Evidence:
+    """Collect the evidence of challenges, banners and sign-in pages in one pass."""
+    if is_auth_url(page.url, base_url):
+        return Evidence(auth_page=True)
+    if not page.url.startswith(("http://", "https://")):
+        return Evidence()
+    probe = await page.evaluate(
+        CHALLENGE_PROBE,
+        [list(CHALLENGE_SELECTORS), list(CHALLENGE_PATH_PREFIXES), CHALLENGE_TEXT.pattern],
+    )
+    return Evidence(bool(probe["strong"]), bool(probe["weak"]), await _banner_text(page))
+
+
+async def _banner_text(page: Page) -> str | None:
+    """Every strategy counts here, not just the first that matches: a hidden announcer with
+    role="alert" must not hide a banner that only a test id finds."""
+    texts: list[str] = []
+    for strategy in BANNER.strategies:
+        for text in await page.locator(strategy.selector).evaluate_all(BANNER_TEXTS):
+            if text not in texts:
+                texts.append(text)
+    return redact(" ".join(" ".join(texts).split()))[:_BANNER_CHARS] or None
+
+
+async def session_state(page: Page, base_url: str) -> AuthState:
+    """Signed in or out according to the session endpoint, the URL and login buttons; an
+    endpoint refused with a page instead of JSON is taken as a challenge."""
+    if is_auth_url(page.url, base_url):
+        return AuthState.LOGGED_OUT
+    if not same_origin(page.url, base_url):
+        return AuthState.UNKNOWN
+    probe = await page.evaluate(SESSION_PROBE, urljoin(base_url, AUTH_SESSION_PATH))
+    if probe["json"] and probe["status"] == 200:
+        return AuthState.LOGGED_IN if probe["user"] else AuthState.LOGGED_OUT
+    if probe["status"] == 403 and not probe["json"]:
+        return AuthState.CHALLENGE  # a challenge answering for the endpoint; the page may follow
+    if await find(page, LOGIN_BUTTON) is not None:
+        return AuthState.LOGGED_OUT
+    return AuthState.UNKNOWN

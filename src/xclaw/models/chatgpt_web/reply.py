@@ -1,0 +1,65 @@
+"""Reading a finished reply: as Markdown through the turn's copy button, captured inside the
+page (``scripts.CLIPBOARD_CAPTURE``), else as text from the DOM.
+
+The text goes to the XML parser as it is: a code fence around the reply, or prose before and
+after it, are the parser's to handle (it strips one fence and tolerates text around the root).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Literal
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Locator as PageLocator
+from playwright.async_api import Page
+
+from xclaw.models.chatgpt_web.dom import find
+from xclaw.models.chatgpt_web.locators import COPY_BUTTON, REPLY_CONTENT
+from xclaw.models.chatgpt_web.scripts import (
+    ARM_CLIPBOARD,
+    DISARM_CLIPBOARD,
+    DOM_REPLY_TEXT,
+    READ_CLIPBOARD,
+)
+
+Source = Literal["clipboard", "dom"]
+_STEP_S = 0.05
+
+
+async def read_reply(page: Page, turn: PageLocator, *, copy_timeout_s: float) -> tuple[str, Source]:
+    """The reply in ``turn`` and where it came from."""
+    copied = await copy_markdown(page, turn, copy_timeout_s)
+    if copied is not None and copied.strip():
+        return copied, "clipboard"
+    return await dom_text(turn), "dom"
+
+
+async def copy_markdown(page: Page, turn: PageLocator, timeout_s: float) -> str | None:
+    button = await find(turn, COPY_BUTTON)
+    if button is None or not await page.evaluate(ARM_CLIPBOARD):
+        return None
+    try:
+        await turn.hover(timeout=timeout_s * 1000)  # action bars may show on hover only
+        await button.last.click(timeout=timeout_s * 1000)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            text = await page.evaluate(READ_CLIPBOARD)
+            if text is not None:
+                return str(text)
+            await asyncio.sleep(_STEP_S)
+        return None
+    except PlaywrightError:
+        return None  # the DOM still has the text
+    finally:
+        try:
+            await page.evaluate(DISARM_CLIPBOARD)
+        except PlaywrightError:
+            pass
+
+
+async def dom_text(turn: PageLocator) -> str:
+    content = await find(turn, REPLY_CONTENT)
+    target = content if content is not None else turn
+    return str(await target.evaluate_all(DOM_REPLY_TEXT))

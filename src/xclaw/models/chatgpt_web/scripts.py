@@ -1,0 +1,154 @@
+"""JavaScript the adapter runs inside the page. Selectors come in as arguments (``locators.py``
+owns them); nothing here writes to the page's DOM.
+"""
+
+from __future__ import annotations
+
+# Installed with add_init_script, so it runs before the page's own code. While "armed" (only
+# around our click on the copy button) the page's clipboard writes are captured into
+# window.__xclawClipboard instead of reaching the system clipboard: the user's clipboard is
+# never touched, and the user's own copying works as usual when we are not reading.
+CLIPBOARD_CAPTURE = r"""
+(() => {
+  if (window.__xclawClipboard) return;
+  const state = { armed: false, text: null };
+  Object.defineProperty(window, '__xclawClipboard', { value: state });
+  const clip = navigator.clipboard;
+  if (clip) {
+    const writeText = clip.writeText && clip.writeText.bind(clip);
+    const write = clip.write && clip.write.bind(clip);
+    Object.defineProperty(clip, 'writeText', { configurable: true, value: (text) => {
+      if (!state.armed) return writeText(text);
+      state.text = String(text);
+      return Promise.resolve();
+    }});
+    Object.defineProperty(clip, 'write', { configurable: true, value: async (items) => {
+      if (!state.armed) return write(items);
+      for (const item of items) {
+        if (item.types.includes('text/plain')) {
+          state.text = await (await item.getType('text/plain')).text();
+          return;
+        }
+      }
+    }});
+  }
+  const execCommand = Document.prototype.execCommand;
+  Document.prototype.execCommand = function (command, ...rest) {
+    if (!state.armed || String(command).toLowerCase() !== 'copy') {
+      return execCommand.call(this, command, ...rest);
+    }
+    // A synthetic copy event: the page's handler fills our DataTransfer, not the clipboard.
+    const data = new DataTransfer();
+    const event = new ClipboardEvent('copy', { clipboardData: data, bubbles: true,
+                                               cancelable: true });
+    (document.activeElement || document).dispatchEvent(event);
+    state.text = data.getData('text/plain') || String(window.getSelection() || '');
+    return true;
+  };
+})();
+"""
+
+ARM_CLIPBOARD = """() => {
+  const s = window.__xclawClipboard;
+  if (!s) return false;
+  s.armed = true; s.text = null;
+  return true;
+}"""
+READ_CLIPBOARD = "() => (window.__xclawClipboard ? window.__xclawClipboard.text : null)"
+DISARM_CLIPBOARD = "() => { if (window.__xclawClipboard) window.__xclawClipboard.armed = false; }"
+
+# The last element's text with code blocks kept verbatim inside Markdown fences, buttons and
+# hidden parts left out: close to the Markdown the copy button gives, for when it gives none.
+DOM_REPLY_TEXT = r"""(els) => {
+  const root = els[els.length - 1];
+  if (!root) return '';
+  const BLOCK = /^(P|DIV|LI|UL|OL|H[1-6]|BLOCKQUOTE|TABLE|TR|SECTION|ARTICLE|HR)$/;
+  const out = [];
+  const walk = (node) => {
+    if (node.nodeType === Node.TEXT_NODE) { out.push(node.data); return; }
+    if (node.nodeType !== Node.ELEMENT_NODE) return;
+    const el = node;
+    if (el.tagName === 'BUTTON' || el.getAttribute('aria-hidden') === 'true') return;
+    if (el.tagName === 'BR') { out.push('\n'); return; }
+    if (el.tagName === 'PRE') {
+      const code = el.querySelector('code') || el;
+      const body = code.textContent.replace(/\n$/, '');
+      out.push('\n```\n' + body + '\n```\n');
+      return;
+    }
+    const block = BLOCK.test(el.tagName);
+    if (block) out.push('\n');
+    for (const child of el.childNodes) walk(child);
+    if (block) out.push('\n');
+  };
+  walk(root);
+  return out.join('').replace(/\n{3,}/g, '\n\n').trim();
+}"""
+
+# Count of matches and the last one's visible text: one round trip per poll, no waiting.
+TURNS_SNAPSHOT = """(els) => {
+  const last = els[els.length - 1];
+  return { count: els.length, text: last ? last.innerText : '' };
+}"""
+
+# Evidence of a verification challenge: selectors and URL prefixes (strong); the title, or
+# the text of a small page without a <main> (a chat can say "just a moment"), against a
+# pattern (weak).
+CHALLENGE_PROBE = """([selectors, prefixes, pattern]) => {
+  const re = new RegExp(pattern, 'i');
+  const strong = selectors.some((s) => document.querySelector(s) !== null)
+    || prefixes.some((p) => location.pathname.startsWith(p));
+  const text = document.body ? document.body.innerText : '';
+  const bare = text.length < 3000 && !document.querySelector('main');
+  return { strong, weak: re.test(document.title) || (bare && re.test(text)) };
+}"""
+
+# Texts of banners a person can see: visually hidden live regions (screen-reader announcers
+# are 1px boxes with role="alert") and empty ones are not banners.
+BANNER_TEXTS = """(els) => els.filter((el) => {
+  const box = el.getBoundingClientRect();
+  return box.width > 4 && box.height > 4 && getComputedStyle(el).visibility !== 'hidden'
+    && el.innerText.trim() !== '';
+}).map((el) => el.innerText)"""
+
+# The session endpoint, fetched by the page itself: same cookies, same browser. Only the
+# facts leave the page, never the token it returns.
+SESSION_PROBE = """async (url) => {
+  try {
+    const r = await fetch(url, { credentials: 'include', headers: { accept: 'application/json' } });
+    const type = r.headers.get('content-type') || '';
+    if (!type.includes('json')) return { status: r.status, json: false, user: false };
+    const body = await r.json();
+    return { status: r.status, json: true,
+             user: !!(body && typeof body === 'object' && body.user) };
+  } catch (e) {
+    return { status: 0, json: false, user: false };
+  }
+}"""
+
+# Menu items as stable attributes and ARIA state, never their (localised) text.
+MENU_ITEMS = """(els) => els.map((el) => {
+  const attr = (n) => el.getAttribute(n);
+  const slug = attr('data-testid') || attr('data-value') || el.id || '';
+  const state = (attr('data-state') || '').toLowerCase();
+  const disabled = attr('aria-disabled') === 'true' || el.hasAttribute('data-disabled')
+    || el.disabled === true || state === 'disabled';
+  const checked = attr('aria-checked') === 'true' || state === 'checked' || state === 'on'
+    || attr('aria-selected') === 'true';
+  return { slug, disabled, checked };
+})"""
+
+# A copy of the document for diagnostics: scripts emptied, form values and frames' inline
+# documents dropped. The text is redacted afterwards in Python.
+SANITIZED_HTML = """() => {
+  const doc = document.documentElement.cloneNode(true);
+  doc.querySelectorAll('script').forEach((s) => { s.textContent = ''; });
+  doc.querySelectorAll('input, textarea').forEach((i) => {
+    i.removeAttribute('value'); i.textContent = '';
+  });
+  doc.querySelectorAll('iframe[srcdoc]').forEach((f) => f.removeAttribute('srcdoc'));
+  return '<!doctype html>\\n' + doc.outerHTML;
+}"""
+
+# What the composer now holds (a contenteditable's text, or a textarea's value).
+COMPOSER_TEXT = "(el) => (el.tagName === 'TEXTAREA' ? el.value : el.innerText)"

@@ -1,0 +1,291 @@
+// The fixture's stand-in for the ChatGPT web app: our own code, reproducing the page states
+// the adapter must handle. Labels are German on purpose: the adapter must not read them.
+'use strict';
+
+const $ = (selector, root = document) => root.querySelector(selector);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+let config = null;
+let conversationId = null;
+let busy = false;
+let menuOpenedOnce = false;
+let turns = 0;
+let pendingFiles = [];
+
+async function api(path, body) {
+  const init = body === undefined ? {} : {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  };
+  const response = await fetch(path, init);
+  return { status: response.status, body: await response.json() };
+}
+
+function escapeHtml(text) {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+// Markdown, just enough: fenced code blocks (with a language label and a copy-code button,
+// as chat apps draw them), paragraphs and line breaks.
+function renderMarkdown(md) {
+  const out = [];
+  const lines = md.split('\n');
+  let para = [];
+  const flush = () => {
+    if (para.length) out.push('<p>' + para.map(escapeHtml).join('<br>') + '</p>');
+    para = [];
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const fence = lines[i].match(/^(```|~~~)\s*([\w-]*)\s*$/);
+    if (!fence) {
+      if (lines[i].trim() === '') flush(); else para.push(lines[i]);
+      continue;
+    }
+    flush();
+    const body = [];
+    for (i++; i < lines.length && !lines[i].startsWith(fence[1]); i++) body.push(lines[i]);
+    out.push('<pre><div class="code-head"><span>' + escapeHtml(fence[2]) +
+      '</span><button type="button">Code kopieren</button></div><code class="language-' +
+      escapeHtml(fence[2]) + '">' + escapeHtml(body.join('\n')) + '</code></pre>');
+  }
+  flush();
+  return out.join('');
+}
+
+function addTurn(role, markdown) {
+  turns += 1;
+  const article = document.createElement('article');
+  article.setAttribute('data-testid', 'conversation-turn-' + turns);
+  const message = document.createElement('div');
+  message.setAttribute('data-message-author-role', role);
+  const content = document.createElement('div');
+  content.className = role === 'assistant' ? 'markdown prose' : 'whitespace-pre-wrap';
+  if (role === 'assistant') content.innerHTML = renderMarkdown(markdown);
+  else content.textContent = markdown;
+  message.appendChild(content);
+  article.appendChild(message);
+  $('#thread').appendChild(article);
+  return { article, content };
+}
+
+function copyText(markdown) {
+  if (config.copy === 'clipboard') {
+    navigator.clipboard.writeText(markdown).catch(() => {});
+  } else if (config.copy === 'execcommand') {
+    const handler = (event) => {
+      event.clipboardData.setData('text/plain', markdown);
+      event.preventDefault();
+    };
+    document.addEventListener('copy', handler);
+    document.execCommand('copy');
+    document.removeEventListener('copy', handler);
+  }
+  // 'broken': the button does nothing; the adapter must read the DOM instead.
+}
+
+function addActionBar(article, markdown) {
+  const bar = document.createElement('div');
+  bar.className = 'actions';
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.setAttribute('data-testid', 'copy-turn-action-button');
+  button.setAttribute('aria-label', 'Kopieren');
+  button.textContent = '⧉';
+  button.addEventListener('click', () => copyText(markdown));
+  bar.appendChild(button);
+  article.appendChild(bar);
+  return bar;
+}
+
+function showStop(generating) {
+  const stop = $('#stop');
+  const send = $('#send');
+  if (stop) stop.hidden = !generating;
+  if (send) send.hidden = generating;
+}
+
+async function showBannerUntilCleared(text) {
+  await api('/backend-api/banner', { banner: text });
+  const banner = document.createElement('div');
+  banner.setAttribute('role', 'alert');
+  banner.setAttribute('data-testid', 'error-banner');
+  banner.textContent = text;
+  $('#banner-slot').appendChild(banner);
+  while ((await api('/backend-api/state')).body.banner) await sleep(100);
+  banner.remove();
+}
+
+async function play(reply) {
+  const { article, content } = addTurn('assistant', '');
+  showStop(true);
+  if (reply.thinking) {
+    // A preamble that looks finished: text still, stop button gone, an action bar flashing.
+    content.innerHTML = renderMarkdown(reply.thinking);
+    await sleep(150);
+    showStop(false);
+    const flash = addActionBar(article, reply.thinking);
+    await sleep(60);
+    flash.remove();
+    await sleep(900);
+    showStop(true);
+    content.innerHTML = '';
+  }
+  const half = Math.floor(reply.text.length / 2);
+  let shown = 0;
+  while (shown < reply.text.length) {
+    if (reply.banner && (shown >= half || shown + reply.chunk >= reply.text.length)) {
+      await showBannerUntilCleared(reply.banner);
+      reply.banner = null;
+    }
+    shown = Math.min(reply.text.length, shown + reply.chunk);
+    content.innerHTML = renderMarkdown(reply.text.slice(0, shown));
+    await sleep(reply.interval_ms);
+  }
+  showStop(false);
+  if (config.variant !== 'no_action_bar') addActionBar(article, reply.text);
+}
+
+// The editor's text the way an editor model serialises it: the inline run before the first
+// block is line one, every block after it one more line (a block holding only <br> is empty).
+function composerText() {
+  const editor = $('#prompt-textarea') || $('.composer-next');
+  const lines = [''];
+  for (const node of editor.childNodes) {
+    if (node.nodeType === Node.ELEMENT_NODE && /^(DIV|P)$/.test(node.tagName)) {
+      lines.push(node.textContent);
+    } else if (node.nodeType === Node.ELEMENT_NODE && node.tagName === 'BR') {
+      lines.push('');
+    } else {
+      lines[lines.length - 1] += node.textContent;
+    }
+  }
+  return lines.join('\n');
+}
+
+function clearComposer() {
+  const editor = $('#prompt-textarea') || $('.composer-next');
+  editor.textContent = '';
+}
+
+async function submit() {
+  const text = composerText();
+  if (busy || !text.trim()) return;
+  busy = true;
+  clearComposer();
+  addTurn('user', text);
+  showStop(true);
+  const attachments = pendingFiles.map((file) => file.name);
+  pendingFiles = [];
+  $('#attachments').textContent = '';
+  const response = await api('/backend-api/conversation',
+    { conversation_id: conversationId, text, attachments });
+  conversationId = response.body.conversation_id;
+  if (location.pathname !== '/c/' + conversationId) {
+    history.pushState({}, '', '/c/' + conversationId);
+  }
+  await play(response.body.reply);
+  busy = false;
+}
+
+function renderComposer() {
+  const slot = $('#composer-slot');
+  if (config.variant === 'outdated') {
+    // A redesign: no form, no id, no test ids. Nothing the adapter knows.
+    slot.innerHTML = '<div class="composer-box"><div class="composer-next" ' +
+      'contenteditable="plaintext-only"></div><button type="button" class="go">Los</button>' +
+      '<div id="attachments"></div></div>';
+    $('.go').addEventListener('click', submit);
+    return;
+  }
+  slot.innerHTML = '<form id="composer-form">' +
+    '<textarea name="prompt-textarea" style="display:none"></textarea>' +
+    '<div id="prompt-textarea" class="ProseMirror" contenteditable="true" translate="no"></div>' +
+    '<input type="file" id="upload-files" multiple hidden>' +
+    '<div id="attachments"></div>' +
+    '<button id="send" data-testid="send-button" aria-label="Nachricht senden" ' +
+    'type="submit">↑</button>' +
+    '<button id="stop" data-testid="stop-button" aria-label="Streaming stoppen" ' +
+    'type="button" hidden>■</button></form>';
+  $('#composer-form').addEventListener('submit', (event) => { event.preventDefault(); submit(); });
+  $('#prompt-textarea').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      submit();
+    }
+  });
+  if (config.variant === 'flat_insert') {
+    // An editor that flattens newlines in inserted text (typed line breaks still work).
+    $('#prompt-textarea').addEventListener('beforeinput', (event) => {
+      if (event.inputType === 'insertText' && event.data && event.data.includes('\n')) {
+        event.preventDefault();
+        document.execCommand('insertText', false, event.data.replace(/\n/g, ' '));
+      }
+    });
+  }
+  $('#upload-files').addEventListener('change', (event) => {
+    pendingFiles = Array.from(event.target.files);
+    $('#attachments').textContent = pendingFiles.map((file) => file.name).join(', ');
+  });
+}
+
+function closeMenu() {
+  const menu = $('[role="menu"]');
+  if (menu) menu.remove();
+}
+
+function openMenu() {
+  if ($('[role="menu"]')) { closeMenu(); return; }
+  const menu = document.createElement('div');
+  menu.setAttribute('role', 'menu');
+  menu.setAttribute('data-radix-menu-content', '');
+  document.body.appendChild(menu);
+  const emptyRender = config.menu_empty_first && !menuOpenedOnce;
+  menuOpenedOnce = true;
+  if (emptyRender) return; // the portal raced its items: this opening stays empty
+  setTimeout(() => {
+    for (const item of config.menu) {
+      const el = document.createElement('div');
+      el.setAttribute('role', 'menuitemradio');
+      el.setAttribute('data-testid', 'model-switcher-' + item.slug);
+      el.setAttribute('aria-checked', String(item.slug === config.current_mode));
+      if (item.disabled) {
+        el.setAttribute('aria-disabled', 'true');
+        el.setAttribute('data-disabled', '');
+      }
+      el.textContent = item.label;
+      el.addEventListener('click', async () => {
+        if (item.disabled) return;
+        config.current_mode = item.slug;
+        await api('/backend-api/mode', { slug: item.slug });
+        closeMenu();
+      });
+      menu.appendChild(el);
+    }
+  }, 30);
+}
+
+async function loadConversation(id) {
+  const response = await api('/backend-api/conversation/' + id);
+  if (response.status !== 200) {
+    history.replaceState({}, '', '/');
+    return;
+  }
+  conversationId = id;
+  for (const message of response.body.messages) {
+    const turn = addTurn(message.role, message.text);
+    if (message.role === 'assistant') addActionBar(turn.article, message.text);
+  }
+}
+
+async function main() {
+  config = (await api('/backend-api/state')).body;
+  $('#auth-buttons').hidden = config.auth !== 'out';
+  $('#switcher').addEventListener('click', openMenu);
+  document.addEventListener('keydown', (event) => { if (event.key === 'Escape') closeMenu(); });
+  renderComposer();
+  const match = location.pathname.match(/^\/c\/([A-Za-z0-9-]+)\/?$/);
+  if (match) await loadConversation(match[1]);
+}
+
+main();

@@ -1,0 +1,206 @@
+"""Page states in real headless Chromium: signed out, challenges, outdated locators."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import time
+from typing import Any
+
+import pytest
+from fixture_server import SECRET_JWT, SECRET_KEY, FixtureSite, Reply
+from web_support import FAST, Events, needs_browser
+
+from xclaw.core.errors import ModelRequestRejected, ModelUnavailable, ProtocolViolation
+from xclaw.dirs import data_dir
+from xclaw.models.chatgpt_web import ADAPTER_VERSION, AuthState, Takeover
+
+pytestmark = [needs_browser, pytest.mark.asyncio(loop_scope="module")]
+
+
+async def test_signed_out_is_reported_without_sending_anything(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.configure(auth="out")  # the page still shows a composer, as a signed-out chat can
+    events = Events()
+    transport = make_transport(on_event=events)
+    assert await transport.auth_state() is AuthState.LOGGED_OUT
+    with pytest.raises(ModelRequestRejected) as caught:
+        await transport.send("hello")
+    assert caught.value.code == "WEB_LOGIN_REQUIRED"
+    assert "xclaw login" in caught.value.hint
+    assert events.of("browser.auth_required")
+    assert site.posted == []
+
+
+async def test_signed_in_is_reported_without_sending_anything(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    transport = make_transport()
+    page = await transport.manager.page()
+    await page.goto("about:blank")
+    assert await transport.auth_state() is AuthState.LOGGED_IN  # opened the site itself
+    assert site.posted == []
+
+
+async def test_a_sign_in_page_means_signed_out_and_login_waits_for_the_person(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.configure(auth="out")
+    transport = make_transport()
+    page = await transport.manager.page()
+    await page.goto(site.url + "auth/login")
+    assert await transport.auth_state() is AuthState.LOGGED_OUT
+
+    async def person() -> None:
+        await asyncio.sleep(0.3)
+        await page.click("#continue")  # signs in and returns to the chat
+
+    signing_in = asyncio.create_task(person())
+    await transport.wait_for_manual_login(timeout_s=5)
+    await signing_in
+    assert await transport.auth_state() is AuthState.LOGGED_IN
+
+
+async def test_login_wait_gives_up_with_the_login_code(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.configure(auth="out")
+    transport = make_transport()
+    with pytest.raises(ModelRequestRejected) as caught:
+        await transport.wait_for_manual_login(timeout_s=0.3)
+    assert caught.value.code == "WEB_LOGIN_REQUIRED"
+
+
+async def test_a_strong_challenge_pauses_at_once_until_the_person_passes_it(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.configure(challenge="strong")
+    seen: list[tuple[Takeover, float]] = []
+    started = time.monotonic()
+
+    def person(takeover: Takeover) -> None:
+        seen.append((takeover, time.monotonic() - started))
+        site.configure(challenge=None)  # passed; the challenge page reloads into the chat
+
+    events = Events()
+    transport = make_transport(on_takeover=person, on_event=events)
+    assert await transport.auth_state() is AuthState.CHALLENGE
+    started = time.monotonic()
+    site.queue("After the check.")
+    assert await transport.send("hi") == "After the check."
+    assert [t.code for t, _ in seen] == ["WEB_CHALLENGE"]
+    assert seen[0][1] < FAST.challenge_grace_s  # strong evidence: no grace period
+    assert events.of("browser.takeover_required")[0]["code"] == "WEB_CHALLENGE"
+
+
+async def test_weak_evidence_waits_out_its_grace_period(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.configure(challenge="weak")
+    seen: list[float] = []
+    started = time.monotonic()
+
+    def person(takeover: Takeover) -> None:
+        seen.append(time.monotonic() - started)
+        site.configure(challenge=None)
+
+    transport = make_transport(on_takeover=person)
+    await transport.start_conversation()
+    assert len(seen) == 1 and seen[0] >= FAST.challenge_grace_s
+
+
+async def test_weak_evidence_that_clears_by_itself_needs_nobody(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.configure(challenge="weak")
+    seen: list[Takeover] = []
+    transport = make_transport(on_takeover=seen.append)
+
+    async def passes() -> None:  # an automatic check that passes on its own
+        await asyncio.sleep(0.2)
+        site.configure(challenge=None)
+
+    passing = asyncio.create_task(passes())
+    await transport.start_conversation()
+    await passing
+    assert seen == []
+
+
+async def test_a_challenge_nobody_passes_times_out_with_a_code(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.configure(challenge="strong")
+    transport = make_transport(timeouts=dataclasses.replace(FAST, takeover_s=0.4))
+    with pytest.raises(ModelUnavailable) as caught:
+        await transport.start_conversation()
+    assert caught.value.code == "WEB_TAKEOVER_TIMEOUT"
+
+
+async def test_an_outdated_composer_is_an_adapter_error_with_a_redacted_bundle(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.configure(variant="outdated")
+    transport = make_transport(timeouts=dataclasses.replace(FAST, page_load_s=0.5))
+    with pytest.raises(ModelRequestRejected) as caught:
+        await transport.send("hello")
+    err = caught.value
+    assert err.code == "WEB_ADAPTER_OUTDATED" and not isinstance(err, ProtocolViolation)
+    assert "composer" in err.message and ADAPTER_VERSION in err.message
+    bundle = transport.last_diagnostics
+    assert bundle is not None and bundle.parent == data_dir() / "diagnostics"
+    assert str(bundle) in err.hint
+    assert (bundle.stat().st_mode & 0o777) == 0o700
+    html = (bundle / "page.html").read_text()
+    info_text = (bundle / "info.json").read_text()
+    assert "composer-next" in html  # the page as it was, to update the locators from
+    for secret in (SECRET_JWT, SECRET_KEY):
+        assert secret not in html and secret not in info_text
+    assert (bundle / "screenshot.png").read_bytes().startswith(b"\x89PNG")
+    info = json.loads(info_text)
+    assert info["adapter_version"] == ADAPTER_VERSION and info["missing"] == "composer"
+    assert info["tried"] and all(t["matches"] == 0 for t in info["tried"])
+    assert site.posted == []
+
+
+async def test_a_turn_that_never_gets_its_action_bar_is_an_adapter_error(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.configure(variant="no_action_bar")
+    site.queue("Finished, but drawn without the action bar we look for.")
+    transport = make_transport(timeouts=dataclasses.replace(FAST, action_bar_grace_s=0.4))
+    with pytest.raises(ModelRequestRejected) as caught:
+        await transport.send("hello")
+    assert caught.value.code == "WEB_ADAPTER_OUTDATED"
+    assert "copy button" in caught.value.message
+
+
+async def test_a_missing_conversation_is_reported(site: FixtureSite, make_transport: Any) -> None:
+    transport = make_transport()
+    with pytest.raises(ModelRequestRejected) as caught:
+        await transport.open_conversation(site.url + "c/gone-for-good")
+    assert caught.value.code == "WEB_CONVERSATION_NOT_FOUND"
+
+
+async def test_a_url_off_the_site_is_refused_before_any_navigation(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    transport = make_transport()
+    for url in ("https://example.com/c/abc", site.url + "settings"):
+        with pytest.raises(ModelRequestRejected) as caught:
+            await transport.open_conversation(url)
+        assert caught.value.code == "WEB_URL_REFUSED"
+
+
+async def test_a_reply_blocked_by_a_banner_nobody_clears_times_out(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.queue(Reply("Never finished.", banner="Zu viele Anfragen."))
+    seen: list[Takeover] = []
+    transport = make_transport(
+        on_takeover=seen.append, timeouts=dataclasses.replace(FAST, takeover_s=0.4)
+    )
+    with pytest.raises(ModelUnavailable) as caught:
+        await transport.send("hello")
+    assert caught.value.code == "WEB_TAKEOVER_TIMEOUT" and len(seen) == 1

@@ -1,0 +1,122 @@
+"""The web adapter's pure logic, without a browser: the completion gate and mode choice."""
+
+from __future__ import annotations
+
+import pytest
+
+from xclaw.models.chatgpt_web.completion import CompletionGate, TurnSnapshot
+from xclaw.models.chatgpt_web.modes import MenuItem, choose_mode, current_mode, match_score
+
+POLL = 0.1
+
+
+def _gate() -> CompletionGate:
+    return CompletionGate(2, stable_window_s=0.5, finished_polls=3)
+
+
+def _feed(gate: CompletionGate, snaps: list[TurnSnapshot], start: float = 0.0) -> int | None:
+    """The index of the poll at which the gate said done, or None."""
+    for i, snap in enumerate(snaps):
+        if gate.observe(snap, start + i * POLL):
+            return i
+    return None
+
+
+def _snap(text: str, *, generating: bool = False, bar: bool = False, turns: int = 3,
+          blocked: bool = False) -> TurnSnapshot:  # fmt: skip
+    return TurnSnapshot(turns, text, generating, bar, blocked)
+
+
+def test_a_finished_turn_completes_after_the_polls_and_the_window() -> None:
+    streaming = [_snap("a", generating=True), _snap("ab", generating=True)]
+    snaps = streaming + [_snap("ab", bar=True)] * 8
+    # text last changed at poll 1; window 0.5 s -> poll 6; three bar polls hold from poll 4.
+    assert _feed(_gate(), snaps) == 6
+
+
+def test_no_new_turn_never_completes() -> None:
+    assert _feed(_gate(), [_snap("old", bar=True, turns=2)] * 20) is None
+
+
+def test_a_still_preamble_without_an_action_bar_does_not_complete() -> None:
+    gate = _gate()
+    preamble = [_snap("Thinking...")] * 15  # still, no stop button, no action bar
+    assert _feed(gate, preamble) is None
+    assert gate.idle_without_bar(15 * POLL) > 0.5  # noticed, for the outdated-bar limit
+
+
+def test_an_action_bar_that_flashes_by_does_not_complete() -> None:
+    flash = [_snap("Thinking...")] * 8 + [_snap("Thinking...", bar=True)] * 2
+    then = [_snap("Thinking...", generating=True)] * 3
+    assert _feed(_gate(), flash + then + [_snap("Thinking...")] * 5) is None
+
+
+def test_a_banner_holds_the_turn_open() -> None:
+    assert _feed(_gate(), [_snap("done", bar=True, blocked=True)] * 20) is None
+    gate = _gate()
+    assert _feed(gate, [_snap("done", bar=True, blocked=True)] * 10) is None
+    gate.reset_streak()
+    assert _feed(gate, [_snap("done", bar=True)] * 3, start=1.0) == 2
+
+
+def test_empty_text_never_completes() -> None:
+    assert _feed(_gate(), [_snap("  ", bar=True)] * 20) is None
+
+
+MENU = [
+    MenuItem("gpt-5-instant", checked=True),
+    MenuItem("gpt-5-thinking"),
+    MenuItem("o3-extra-high"),
+    MenuItem("gpt-5-pro"),
+]
+
+
+@pytest.mark.parametrize(
+    ("requested", "slug", "score"),
+    [
+        ("gpt-5-pro", "gpt-5-pro", 3),
+        ("GPT 5 Pro", "gpt-5-pro", 3),
+        ("pro", "gpt-5-pro", 2),
+        ("Extra high", "o3-extra-high", 2),
+        ("extrahigh", "o3-extra-high", 1),
+        ("pro", "gpt-5-prompt", 0),  # short requests match whole segments only
+        ("o3", "gpt-5-pro", 0),
+        ("", "gpt-5-pro", 0),
+    ],
+)
+def test_match_scores(requested: str, slug: str, score: int) -> None:
+    assert match_score(requested, slug) == score
+
+
+def test_an_available_target_is_chosen() -> None:
+    choice = choose_mode("Extra High", MENU)
+    assert (choice.item, choice.reason) == (MENU[2], "selected")
+
+
+def test_the_best_match_wins_over_menu_order() -> None:
+    items = [MenuItem("gpt-5-pro-legacy"), MenuItem("pro")]
+    assert choose_mode("pro", items).item == items[1]
+
+
+def test_a_disabled_target_falls_back_to_the_item_just_before() -> None:
+    items = [MenuItem("a"), MenuItem("gpt-5-thinking"), MenuItem("gpt-5-pro", disabled=True)]
+    choice = choose_mode("pro", items)
+    assert (choice.item, choice.reason) == (items[1], "rate_limited_fallback")
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [MenuItem("gpt-5-pro", disabled=True)],  # nothing before it
+        [MenuItem("a"), MenuItem("b", disabled=True), MenuItem("gpt-5-pro", disabled=True)],
+    ],
+)
+def test_no_usable_item_before_a_disabled_target_keeps_the_mode(items: list[MenuItem]) -> None:
+    choice = choose_mode("pro", items)
+    assert (choice.item, choice.reason) == (None, "target_unavailable")
+
+
+def test_a_missing_target_keeps_the_mode() -> None:
+    assert choose_mode("o1 mini", MENU).reason == "target_missing"
+    assert choose_mode("pro", []).reason == "target_missing"
+    assert current_mode(MENU) == "gpt-5-instant"
