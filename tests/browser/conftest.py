@@ -35,8 +35,8 @@ def site(fixture_site: FixtureSite) -> FixtureSite:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def shared_browser(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[BrowserManager]:
-    if BROWSER is None:
-        pytest.skip("no Chrome or Chromium installed")
+    if BROWSER is None:  # never skipped: `make deps` installs chromium
+        pytest.fail("No Chrome or Chromium found: run `make deps` (it installs chromium).")
     manager = BrowserManager(browser_options(tmp_path_factory.mktemp("profile")))
     yield manager
     await manager.close()
