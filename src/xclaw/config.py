@@ -73,12 +73,21 @@ def _int_env(name: str) -> int | None:
     return int(raw)
 
 
+class CheckConfig(BaseModel):
+    """A trusted check of ``xclaw patch``: a program and its arguments, never a shell line."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: list[str] = Field(min_length=1)
+    required: bool = False
+
+
 class XclawConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str | None = None
     approval: ApprovalMode | None = None
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    checks: dict[str, CheckConfig] = Field(default_factory=dict)
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -123,6 +132,13 @@ def load_config(project: Path | None = None) -> XclawConfig:
                 "--approval allow.",
             )
         _refuse_weakening_sandbox(project / "xclaw.yaml", local.get("sandbox"))
+        if "checks" in local:
+            # A check is a command xclaw runs unasked; only the user may name one.
+            raise ConfigError(
+                f"{project / 'xclaw.yaml'} defines checks, which a project file may not do.",
+                code="CONFIG_UNSAFE",
+                hint="Define checks in your user config (~/.config/xclaw/xclaw.yaml).",
+            )
         merged.update(local)
     if os.environ.get("XCLAW_MODEL"):
         merged["model"] = os.environ["XCLAW_MODEL"]

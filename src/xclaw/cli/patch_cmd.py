@@ -1,0 +1,140 @@
+"""``xclaw patch``: change jobs in an isolated worktree (run, show, apply, revert, list)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from xclaw.cli.common import console, fail
+from xclaw.config import load_config
+from xclaw.core.errors import XclawError
+from xclaw.core.events import Event, EventBus
+from xclaw.patch import JobRecord, JobStore, PatchJob, Target
+from xclaw.patch.engine import apply_job, revert_job
+from xclaw.patch.job import MODES, Mode
+
+app = typer.Typer(help="Change jobs: the agent edits an isolated copy; you review and apply.")
+_TARGET = re.compile(r"^(?P<file>[^:]+)(?::(?P<line>\d+))?$")
+
+
+def _targets(where_list: list[str], instructions: list[str]) -> tuple[Target, ...]:
+    """--target FILE[:LINE] "instruction" pairs (click reads the text as a positional)."""
+    if len(where_list) != len(instructions):
+        raise typer.BadParameter("give each --target FILE[:LINE] followed by its instruction")
+    out = []
+    for n, (where, instruction) in enumerate(zip(where_list, instructions, strict=True), 1):
+        m = _TARGET.match(where)
+        if m is None:
+            raise typer.BadParameter(f"{where!r} is not FILE[:LINE]")
+        line = int(m.group("line")) if m.group("line") else None
+        out.append(Target(n, m.group("file"), instruction, line=line))
+    return tuple(out)
+
+
+def _progress(ev: Event) -> None:
+    if ev.type == "tool.completed":
+        mark = "ok" if ev.payload.get("ok") else str(ev.payload.get("error_code"))
+        console.print(f"  {escape(str(ev.payload.get('name')))} … {escape(mark)}")
+    elif ev.type == "tool.started":
+        console.print(f"  {escape(str(ev.payload.get('name')))} …")
+
+
+def _print(record: JobRecord) -> None:
+    console.print(f"job {record.spec.job_id}: [bold]{record.status}[/] {escape(record.summary)}")
+    if record.reason:
+        console.print(escape(record.reason))
+    if record.diff:
+        console.print(escape(record.diff), end="")
+    for check in record.checks:
+        console.print(
+            f"check {escape(check['check_id'])}: {check['status']} ({check['duration_ms']} ms)"
+        )
+
+
+@app.command("run")
+def run(
+    instruction: Annotated[list[str], typer.Argument(help="One per --target, in order.")],
+    target: Annotated[list[str], typer.Option("--target", help='FILE[:LINE] "instruction"')],
+    directory: Annotated[Path, typer.Option("-C", help="The project (git top level).")] = Path("."),
+    model: Annotated[str | None, typer.Option("--model", help="Model spec.")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="review | auto | trusted-auto")] = "review",
+    include_local_changes: Annotated[bool, typer.Option("--include-local-changes")] = False,
+) -> None:
+    """Start a change job and wait for it; prints its diff and checks."""
+    from xclaw.models.resolve import resolve_model
+
+    if mode not in MODES:
+        raise typer.BadParameter(f"--mode must be one of {', '.join(MODES)}")
+    try:
+        cfg = load_config(directory)
+        bus = EventBus()
+        bus.subscribe(_progress)
+        job = PatchJob(
+            resolve_model(model or cfg.model, project=directory),
+            directory,
+            _targets(target, instruction),
+            mode=_mode(mode),
+            include_local_changes=include_local_changes,
+            consent=include_local_changes or mode == "trusted-auto",
+            checks=cfg.checks,
+            bus=bus,
+        )
+        record = asyncio.run(job.run())
+    except XclawError as err:
+        fail(err)
+    _print(record)
+
+
+def _mode(raw: str) -> Mode:
+    for m in MODES:
+        if m == raw:
+            return m
+    raise typer.BadParameter(raw)
+
+
+@app.command("show")
+def show(job_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show a job: status, diff and checks."""
+    try:
+        record = JobStore().load(job_id)
+    except XclawError as err:
+        fail(err)
+    if as_json:
+        print(json.dumps(record.to_dict(), indent=1))
+    else:
+        _print(record)
+
+
+def _act(job_id: str, revert: bool) -> None:
+    try:
+        store = JobStore()
+        record = store.load(job_id)
+        asyncio.run(revert_job(record, store) if revert else apply_job(record, store))
+    except XclawError as err:
+        fail(err)
+    console.print(f"job {job_id}: {record.status}")
+
+
+@app.command("apply")
+def apply(job_id: str) -> None:
+    """Apply a reviewed job to the working tree (never the index)."""
+    _act(job_id, revert=False)
+
+
+@app.command("revert")
+def revert(job_id: str) -> None:
+    """Undo an applied job when its files still hold what it wrote."""
+    _act(job_id, revert=True)
+
+
+@app.command("list")
+def list_jobs() -> None:
+    """List change jobs."""
+    for record in JobStore().list():
+        console.print(f"{record.spec.job_id}  {record.status:9}  {escape(record.spec.git_root)}")

@@ -1,0 +1,118 @@
+"""Programs the patch face starts: fixed argv, no shell, always through a sandbox launcher.
+
+Git on the user's repository runs through the host launcher (like ``project.status``): only
+read-only plumbing and ``git apply`` to the working tree are ever asked of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from xclaw.core.errors import XclawError
+from xclaw.sandbox.base import CommandRequest, LocalSandbox
+from xclaw.sandbox.host import HostSandbox
+
+GIT_TIMEOUT_S = 60.0
+OUTPUT_CAP = 64 * 1024 * 1024  # git diffs of a job; check output is capped far lower
+GIT_ENV = {
+    "GIT_OPTIONAL_LOCKS": "0",  # never take index.lock from the user's own git
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "LC_ALL": "C",
+}
+# core.fsmonitor and hooks name programs git would run; a cloned repo must not pick them.
+_SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+
+
+class PatchError(XclawError):
+    """A patch job failed or was refused; ``code`` says which rule."""
+
+    code = "PATCH_FAILED"
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    returncode: int | None  # None: killed at the timeout
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def text(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
+
+
+async def run_program(
+    sandbox: LocalSandbox,
+    executable: str,
+    args: tuple[str, ...],
+    cwd: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    timeout_s: float = GIT_TIMEOUT_S,
+    cap: int = OUTPUT_CAP,
+) -> Completed:
+    """Start one program through ``sandbox``; output past ``cap`` bytes is dropped."""
+    name = Path(executable).name
+    request = CommandRequest(name, executable, args, cwd, dict(env or {}), cwd)
+    launch = sandbox.launch(request, tag=secrets.token_hex(8))
+    proc = await asyncio.create_subprocess_exec(
+        *launch.argv,
+        executable=launch.executable,
+        cwd=launch.cwd,
+        env=launch.env,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        pass_fds=launch.pass_fds,
+        user=launch.uid,
+        group=launch.gid,
+        extra_groups=launch.extra_groups,
+        start_new_session=True,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout_s)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        return Completed(None, b"", b"timed out")
+    return Completed(launch.decode_returncode(proc.returncode), out[:cap], err[:cap])
+
+
+def git_executable() -> str:
+    git = shutil.which("git")
+    if git is None:
+        raise PatchError(
+            "git is not installed.", code="PATCH_GIT_MISSING", hint="Install git and retry."
+        )
+    return git
+
+
+async def git(root: Path, *args: str, stdin: bytes | None = None) -> Completed:
+    """``git <args>`` in ``root`` with fixed, lock-free settings; never through a shell."""
+    return await run_program(
+        HostSandbox(), git_executable(), (*_SAFE_CONFIG, *args), root, env=GIT_ENV, stdin=stdin
+    )
+
+
+async def git_ok(root: Path, *args: str, stdin: bytes | None = None, code: str) -> Completed:
+    """Like ``git`` but a non-zero exit raises ``PatchError(code)``."""
+    done = await git(root, *args, stdin=stdin)
+    if not done.ok:
+        raise PatchError(
+            f"git {args[0]} failed: {done.stderr.decode('utf-8', 'replace').strip()[:300]}",
+            code=code,
+            hint="Check the repository state with `git status` and retry.",
+        )
+    return done
