@@ -48,6 +48,7 @@ bench: deps
 	$(BIN)/python bench/resume_bench.py
 	$(BIN)/python bench/sandbox_exec.py
 	$(BIN)/python bench/web_transport.py
+	$(BIN)/python bench/patch_replay.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
