@@ -112,6 +112,21 @@ def _links_on_the_way(root: Path, rel: str) -> bool:
     return False
 
 
+def _hashes(root: Path, rels: list[str]) -> list[tuple[int, int, int, int] | None]:
+    """The paths a patch names, as they are now (a refused patch must leave them so). Inode,
+    size and change times are enough: git writes a file by replacing it, and a stat is much
+    cheaper than reading every touched file twice."""
+    out: list[tuple[int, int, int, int] | None] = []
+    for rel in rels:
+        try:
+            st = os.lstat(root / rel)
+        except FileNotFoundError:
+            out.append(None)
+            continue
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return out
+
+
 def apply_patch_tool(session: PatchSession) -> Tool:
     @tool("apply_patch", risk=Risk.WRITE, read_only=False)
     async def apply_patch(patch: str) -> ToolResult:
@@ -124,16 +139,19 @@ def apply_patch_tool(session: PatchSession) -> Tool:
         _too_big(session, patch)
         files = parse_patch(patch)
         _check_targets(session, files)
-        before = await session.fingerprint()
+        touched = [normalize_rel(f.path) for f in files]
+        before = _hashes(session.worktree, touched)
+        # One `git apply` (never --reject): it checks every hunk before writing anything, so
+        # it applies all of it or nothing; a separate --check would only repeat that work.
         data = patch.encode("utf-8")
-        check = await git(
-            session.worktree, "apply", "--check", "--whitespace=nowarn", "-", stdin=data
-        )
-        if not check.ok:
-            raise await _restore_or_end(session, before, "its hunks do not match the current files")
         done = await git(session.worktree, "apply", "--whitespace=nowarn", "-", stdin=data)
         if not done.ok:
-            raise await _restore_or_end(session, before, "git apply refused it")
+            if _hashes(session.worktree, touched) == before:
+                raise rejected("its hunks do not match the current files")
+            raise _terminal(  # git apply is atomic: this means something else wrote meanwhile
+                session,
+                ToolError("The worktree changed during a refused write.", code="PATCH_STATE_LOST"),
+            )
         session.changed()
         summary = ", ".join(f"{f.kind} {f.path}" for f in files)
         return ToolResult.success(f"Applied: {summary}.", files=[f.path for f in files])
