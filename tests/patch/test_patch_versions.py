@@ -1,0 +1,84 @@
+"""Per-version caches of a change job: reads see every write, checks rerun only on change, and
+a changeset that ends on a protected path fails whole."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.patch.conftest import tree_hash
+
+from xclaw.config import CheckConfig
+from xclaw.models.scripted import ScriptedModel
+from xclaw.patch import PatchJob, Target
+from xclaw.sandbox.host import HostSandbox
+
+
+def call(name: str, cid: str, **args: Any) -> dict[str, Any]:
+    return {"id": cid, "name": name, "arguments": args}
+
+
+def job(repo: Path, turns: list[Any], **kw: Any) -> PatchJob:
+    target = (Target(1, "src/app.py", "say hi instead of hello", line=2),)
+    return PatchJob(ScriptedModel(turns), repo, target, sandbox=HostSandbox(), **kw)
+
+
+def test_a_read_after_a_write_sees_the_new_text(repo: Path) -> None:
+    turns = [
+        {"tool_calls": [call("read_file", "r1", path="src/app.py")]},
+        {
+            "expect": {"last_contains": ["'hello'"]},
+            "tool_calls": [
+                call("replace_text", "w1", path="src/app.py", oldText="'hello'", newText="'hi'")
+            ],
+        },
+        {"tool_calls": [call("read_file", "r2", path="src/app.py")]},
+        {"expect": {"last_contains": ["'hi'"]}, "text": "greet says hi."},
+    ]
+    record = asyncio.run(job(repo, turns).run())
+    assert record.status == "review", record.reason
+
+
+def test_a_check_reruns_only_when_the_change_moved_on(repo: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs.txt"
+    counting = CheckConfig(
+        command=[sys.executable, "-c", f"open({str(runs)!r}, 'a').write('x')"], required=True
+    )
+    edit = call("replace_text", "w1", path="src/app.py", oldText="'hello'", newText="'hi'")
+    turns = [
+        {"tool_calls": [edit]},
+        {"tool_calls": [call("run_check", "c1", checkId="unit")]},
+        {"tool_calls": [call("run_check", "c2", checkId="unit")]},  # same version: reused
+        {
+            "tool_calls": [
+                call("replace_text", "w2", path="src/app.py", oldText="'hi'", newText="'hey'")
+            ]
+        },
+        {"tool_calls": [call("run_check", "c3", checkId="unit")]},  # new version: runs
+        "greet says hey.",
+    ]
+    record = asyncio.run(job(repo, turns, checks={"unit": counting}).run())
+    assert record.status == "review", record.reason
+    # Two versions were checked; the required check before review reused the last result.
+    assert runs.read_text() == "xx"
+
+
+def test_a_changeset_that_ends_on_a_protected_path_fails_whole(repo: Path) -> None:
+    start = tree_hash(repo)
+    creates_lock = (
+        "diff --git a/src/poetry.lock b/src/poetry.lock\n"
+        "new file mode 100644\n"
+        "--- /dev/null\n"
+        "+++ b/src/poetry.lock\n"
+        "@@ -0,0 +1 @@\n"
+        "+[[package]]\n"
+    )
+    turns = [
+        {"tool_calls": [call("apply_patch", "p1", patch=creates_lock)]},
+        "added a lockfile",
+    ]
+    record = asyncio.run(job(repo, turns).run())
+    assert record.status == "failed" and "TOOL_PATH_DENIED" in str(record.reason)
+    assert tree_hash(repo) == start
