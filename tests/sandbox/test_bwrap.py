@@ -21,7 +21,14 @@ from xclaw.config import load_config
 from xclaw.core.errors import ConfigError
 from xclaw.core.messages import ToolCallPart, ToolResult
 from xclaw.core.tooling import PreparedCall
-from xclaw.sandbox import BwrapOptions, BwrapSandbox, CommandRequest, HostSandbox, make_sandbox
+from xclaw.sandbox import (
+    BwrapOptions,
+    BwrapSandbox,
+    CommandRequest,
+    HostSandbox,
+    Launch,
+    make_sandbox,
+)
 from xclaw.tools.base import Workspace
 from xclaw.tools.exec import exec_tools
 from xclaw.tools.process import process_tools
@@ -154,17 +161,7 @@ def test_the_host_loopback_is_out_of_reach_unless_the_network_was_approved(root:
     try:
         for network, expected in ((False, "refused"), (True, "connected")):
             launch = sandbox.launch(request, tag="t", network=network)
-            out = subprocess.run(
-                launch.argv,
-                executable=launch.executable,
-                env=launch.env,
-                cwd=launch.cwd,
-                pass_fds=launch.pass_fds,
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=False,
-            )
+            out = _spawn(launch)
             assert out.stdout.startswith(expected), (network, out.stdout, out.stderr)
     finally:
         server.close()
@@ -212,16 +209,9 @@ def test_the_environment_is_an_allow_list(monkeypatch: pytest.MonkeyPatch, root:
     for sandbox in (BwrapSandbox(), HostSandbox()):
         request = CommandRequest("env", "/usr/bin/env", (), root, {"MINE": "1"}, root)
         launch = sandbox.launch(request, tag="t")
-        out = subprocess.run(
-            launch.argv,
-            executable=launch.executable,
-            env=launch.env,
-            cwd=launch.cwd,
-            pass_fds=launch.pass_fds,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        done = _spawn(launch)
+        assert done.returncode == 0, done.stderr
+        out = done.stdout
         assert "MINE=1" in out and "PATH=" in out
         assert "hunter2" not in out and "SOME_RANDOM_SETTING" not in out
         if isinstance(sandbox, BwrapSandbox):
@@ -259,3 +249,18 @@ def _cmdline_has(pid: int, needle: bytes) -> bool:
         return needle in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
+
+
+def _spawn(launch: Launch) -> subprocess.CompletedProcess[str]:
+    """Start what a sandbox's ``launch`` says, as the command tools do, and wait for it."""
+    return subprocess.run(
+        launch.argv,
+        executable=launch.executable,
+        env=launch.env,
+        cwd=launch.cwd,
+        pass_fds=launch.pass_fds,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.tools.procs import alive, tree_alive
 
 from xclaw.core.messages import ToolCallPart, ToolResult
 from xclaw.core.tooling import Command, PreparedCall
@@ -74,21 +75,6 @@ def toolbox(root: Path, output_dir: Path | None = None, mode: str = "bwrap") -> 
     return ToolRegistry(exec_tools()).bind(workspace)
 
 
-def tree_alive(marker: str) -> list[int]:
-    """Live processes whose command line holds ``marker``, seen from the host. Pids a
-    sandboxed program writes are those of its own PID namespace, so they can't be used."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if marker.encode() in Path(f"/proc/{name}/cmdline").read_bytes() and alive(int(name)):
-                found.append(int(name))
-        except OSError:
-            continue
-    return found
-
-
 def prepare(tb: BoundToolbox, args: dict[str, object]) -> PreparedCall:
     prepared = tb.prepare(ToolCallPart("c1", "terminal.exec", args))
     assert isinstance(prepared, PreparedCall), prepared
@@ -100,18 +86,6 @@ async def run(
 ) -> ToolResult:
     seen = chunks if chunks is not None else []
     return await tb.execute(prepare(tb, args), lambda stream, text: seen.append((stream, text)))
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"  # a killed orphan may wait for its new parent to reap it
 
 
 def file_facts(path: Path) -> tuple[str, int]:

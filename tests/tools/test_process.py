@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.tools.procs import alive, tree_alive
 
 from xclaw.core.messages import ToolCallPart, ToolResult
 from xclaw.core.tooling import Command, PreparedCall
@@ -53,33 +54,6 @@ async def call(tb: BoundToolbox, name: str, **args: Any) -> ToolResult:
     prepared = tb.prepare(ToolCallPart("c1", name, args))
     assert isinstance(prepared, PreparedCall), prepared
     return await tb.execute(prepared, lambda stream, text: None)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
-
-def tree_alive(marker: str) -> list[int]:
-    """Live processes whose command line holds ``marker``, seen from the host (a sandboxed
-    program's own pids belong to its PID namespace)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            if marker.encode() in Path(f"/proc/{name}/cmdline").read_bytes() and alive(int(name)):
-                found.append(int(name))
-        except OSError:
-            continue
-    return found
 
 
 def read_pids(path: Path) -> list[int]:

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from xclaw.models.openai_chat import PASSED_SETTINGS  # the settings a model accepts
+
 __all__ = [
     "AssistantMessage",
     "ChatCompletionRequest",
@@ -22,17 +24,6 @@ __all__ = [
     "UserMessage",
     "WireTool",
 ]
-
-# Settings handed to the model as ``ModelRequest.settings`` when the client sets them.
-PASSED_SETTINGS = (
-    "temperature",
-    "top_p",
-    "max_tokens",
-    "max_completion_tokens",
-    "seed",
-    "parallel_tool_calls",
-    "reasoning_effort",
-)
 
 
 class _Wire(BaseModel):

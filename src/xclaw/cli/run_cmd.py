@@ -47,6 +47,14 @@ async def _drive(agent: Agent, start: Callable[[RunControl], Awaitable[RunResult
         await agent.model.aclose()
 
 
+HeadlessOption = Annotated[
+    bool, typer.Option("--headless", help="Run the model's browser without a window.")
+]
+BrowserOption = Annotated[
+    str | None, typer.Option("--browser", help="Chromium/Chrome to use for chatgpt-web.")
+]
+
+
 def _build_agent(
     directory: Path,
     spec: str | None,
@@ -98,12 +106,8 @@ def run(
         str | None, typer.Option("--sandbox", help="auto | bwrap | host | full (default auto)")
     ] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
-    headless: Annotated[
-        bool, typer.Option("--headless", help="Run the model's browser without a window.")
-    ] = False,
-    browser: Annotated[
-        str | None, typer.Option("--browser", help="Chromium/Chrome to use for chatgpt-web.")
-    ] = None,
+    headless: HeadlessOption = False,
+    browser: BrowserOption = None,
     base_url: Annotated[
         str | None,
         typer.Option("--base-url", help="Endpoint of an OpenAI- or Anthropic-compatible gateway."),
@@ -171,12 +175,8 @@ def resume(
     sandbox: Annotated[
         str | None, typer.Option("--sandbox", help="auto | bwrap | host | full")
     ] = None,
-    headless: Annotated[
-        bool, typer.Option("--headless", help="Run the model's browser without a window.")
-    ] = False,
-    browser: Annotated[
-        str | None, typer.Option("--browser", help="Chromium/Chrome to use for chatgpt-web.")
-    ] = None,
+    headless: HeadlessOption = False,
+    browser: BrowserOption = None,
 ) -> None:
     """Continue a session after a crash, a stop or a pause, without redoing side effects."""
     try:

@@ -57,8 +57,9 @@ from xclaw.models.presets import Preset
 
 __all__ = ["CredentialSource", "OpenAIChatModel"]
 
-# Request settings passed through to the wire when a caller sets them.
-_SETTINGS = (
+# Request settings passed through to the wire when a caller sets them (the bridge accepts
+# the same ones from its clients).
+PASSED_SETTINGS = (
     "temperature",
     "top_p",
     "max_tokens",
@@ -130,7 +131,7 @@ class OpenAIChatModel(WireModel):
         }
         if request.tools and self.profile.tools:
             body["tools"] = chat_tools(request.tools, names, strict=self.profile.strict_tools)
-        for key in _SETTINGS:
+        for key in PASSED_SETTINGS:
             if key in request.settings:
                 body[key] = request.settings[key]
         return body

@@ -100,14 +100,7 @@ class PolicyEngine:
             why, code = "configures xclaw itself", "PATH_AGENT_CONFIG"
         else:
             return
-        yield Decision(
-            "ask",
-            Risk.SENSITIVE,
-            f"{raw!r} {why}",
-            code=code,
-            grant=exact,
-            targets=(str(resolved.path),),
-        )
+        yield _ask_for_path(str(resolved.path), f"{raw!r} {why}", code)
 
     def _refusal(self, err: PolicyDenied, verb: str, *, is_dir: bool = False) -> Decision:
         """PATH_OUTSIDE_ROOT becomes a question; every other path refusal is final."""
@@ -184,13 +177,10 @@ class PolicyEngine:
             for arg, rel in protected_arguments(command.argv, ws.root, cwd):
                 exact = str(ws.root / rel)
                 if Grant("path", exact) not in ws.grants:
-                    yield Decision(
-                        "ask",
-                        Risk.SENSITIVE,
+                    yield _ask_for_path(
+                        exact,
                         f"{arg!r} names {rel}, which configures git or xclaw",
-                        code="COMMAND_PROTECTED_PATH",
-                        grant=Grant("path", exact),
-                        targets=(exact,),
+                        "COMMAND_PROTECTED_PATH",
                     )
         # Also in a sandbox: approving opens that folder to the command (a narrow grant).
         try:
@@ -214,14 +204,18 @@ class PolicyEngine:
         for arg in linked_arguments(command.argv, ws.root, cwd):
             exact = os.path.realpath(os.path.join(cwd, arg))
             if Grant("path", exact) not in ws.grants:
-                yield Decision(
-                    "ask",
-                    Risk.SENSITIVE,
+                yield _ask_for_path(
+                    exact,
                     f"{arg!r} is a hard link: its other names may be outside the project",
-                    code="PATH_HARDLINK",
-                    grant=Grant("path", exact),
-                    targets=(exact,),
+                    "PATH_HARDLINK",
                 )
+
+
+def _ask_for_path(exact: str, reason: str, code: str) -> Decision:
+    """Ask about one file; *allow for task* grants exactly that file."""
+    return Decision(
+        "ask", Risk.SENSITIVE, reason, code=code, grant=Grant("path", exact), targets=(exact,)
+    )
 
 
 def _ask(risk: Risk, reason: str, code: str, rule: str) -> Decision:
