@@ -91,8 +91,16 @@ TURNS, EFFECTS = build_script()
 SCRIPT_CALL_IDS = [str(c["id"]) for t in TURNS for c in t.get("tool_calls", [])]  # type: ignore[attr-defined]
 
 
-def effect_count(root: Path, e: Effect) -> int:
-    """How many times an effect is visible in the project (idempotent ones: 0 or 1)."""
+PARTIAL = 0.5  # a ``cp`` killed mid-way: the copy exists with a strict prefix of the seed
+
+
+def effect_count(root: Path, e: Effect) -> float:
+    """How many times an effect is visible in the project (idempotent ones: 0 or 1).
+
+    ``fs.write`` is atomic, so a file it wrote is whole or absent. ``cp`` is a real program
+    killed with the run (the sandbox gives it a parent-death signal), so the interrupted copy
+    may be cut short: that shows as ``PARTIAL`` and is only accepted for the paused call.
+    """
     if e.kind == "append":
         journal = root / "journal.txt"
         lines = journal.read_text().splitlines() if journal.exists() else []
@@ -103,15 +111,18 @@ def effect_count(root: Path, e: Effect) -> int:
     if not path.exists():
         return 0
     expected = f"content {e.index}\n" if e.kind == "write" else SEED_TEXT
-    assert path.read_text() == expected, f"{path.name} has the wrong content"
+    text = path.read_text()
+    if e.kind == "copy" and text != expected and expected.startswith(text):
+        return PARTIAL
+    assert text == expected, f"{path.name} has the wrong content"
     return 1
 
 
-def counts(root: Path) -> list[int]:
+def counts(root: Path) -> list[float]:
     return [effect_count(root, e) for e in EFFECTS]
 
 
-def assert_prefix(found: list[int], upto: int, own_max: int = 1) -> None:
+def assert_prefix(found: list[float], upto: int, own_max: int = 1) -> None:
     """Effects before ``upto`` exactly once, the one at ``upto`` at most ``own_max``, none after."""
     assert found[:upto] == [1] * upto, found
     if upto < len(found):
@@ -119,7 +130,7 @@ def assert_prefix(found: list[int], upto: int, own_max: int = 1) -> None:
         assert found[upto + 1 :] == [0] * (len(found) - upto - 1), found
 
 
-def assert_any_prefix(found: list[int]) -> None:
+def assert_any_prefix(found: list[float]) -> None:
     """The kill left a clean prefix: some effects done once, then at most one partial."""
     done = 0
     while done < len(found) and found[done] == 1:
