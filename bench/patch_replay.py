@@ -36,11 +36,14 @@ from xclaw.core.events import Event, EventBus
 from xclaw.models.scripted import ScriptedModel
 from xclaw.patch.engine import PatchJob
 from xclaw.patch.job import JobStore, PatchLimits, Target
+from xclaw.patch.paths import editable_lockfiles
 from xclaw.sandbox.host import HostSandbox
 
 PACKAGE = "hypothesis"
 INDEX = f"https://pypi.org/pypi/{PACKAGE}/json"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xclaw-bench"
+# As a user may configure (`patch: {editable_lockfiles: [...]}`): the releases bump lockfiles.
+EDITABLE = editable_lockfiles(["Cargo.lock", "uv.lock", "poetry.lock", "package-lock.json"])
 GIT_ENV = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
 
 
@@ -138,6 +141,7 @@ async def replay_one(
         )
     )
     limits = PatchLimits(
+        editable_lockfiles=EDITABLE,
         max_files_changed=10_000,
         max_diff_bytes=50_000_000,
         max_tool_input_bytes=50_000_000,
@@ -208,8 +212,8 @@ async def replay_all(
 
 
 def main(count: int) -> int:
-    """Replays ``count`` + a margin of releases: a release touching a protected path (a
-    lockfile, say) is refused whole by design and does not count towards ``count``."""
+    """Replays ``count`` + a margin of releases: a release touching a protected path (one
+    not made editable above) is refused whole by design and does not count towards ``count``."""
     with tempfile.TemporaryDirectory() as tmp:
         source, commits, user, plain = prepare(count + count // 4, Path(tmp))
         jobs = JobStore(Path(tmp) / "jobs")
@@ -223,7 +227,8 @@ def main(count: int) -> int:
     gm = statistics.median(git_ms)
     print(f"{PACKAGE}: {len(results)} consecutive releases replayed through change jobs")
     print(f"  child tree reproduced exactly : {same}")
-    print(f"  refused whole (protected path, e.g. a lockfile; by design): {len(refused)}")
+    print(f"  lockfiles made editable (as configured): {', '.join(EDITABLE)}")
+    print(f"  refused whole (protected path, by design): {len(refused)}")
     print(f"  skipped (empty or not UTF-8)  : {len(skipped)}")
     print(f"  other failures                : {len(other)}")
     for r in other[:5]:

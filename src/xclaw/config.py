@@ -81,6 +81,13 @@ class CheckConfig(BaseModel):
     required: bool = False
 
 
+class PatchConfig(BaseModel):
+    """Change-job settings only the user may give (a project file may not loosen them)."""
+
+    model_config = ConfigDict(extra="forbid")
+    editable_lockfiles: list[str] = Field(default_factory=list)  # e.g. [Cargo.lock]
+
+
 class XclawConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str | None = None
@@ -88,6 +95,7 @@ class XclawConfig(BaseModel):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     checks: dict[str, CheckConfig] = Field(default_factory=dict)
+    patch: PatchConfig = Field(default_factory=PatchConfig)
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -132,12 +140,15 @@ def load_config(project: Path | None = None) -> XclawConfig:
                 "--approval allow.",
             )
         _refuse_weakening_sandbox(project / "xclaw.yaml", local.get("sandbox"))
-        if "checks" in local:
-            # A check is a command xclaw runs unasked; only the user may name one.
+        for key in ("checks", "patch"):
+            if key not in local:
+                continue
+            # A check is a command xclaw runs unasked, and patch settings widen what a job may
+            # edit: only the user may give them.
             raise ConfigError(
-                f"{project / 'xclaw.yaml'} defines checks, which a project file may not do.",
+                f"{project / 'xclaw.yaml'} defines {key}, which a project file may not do.",
                 code="CONFIG_UNSAFE",
-                hint="Define checks in your user config (~/.config/xclaw/xclaw.yaml).",
+                hint=f"Define {key} in your user config (~/.config/xclaw/xclaw.yaml).",
             )
         merged.update(local)
     if os.environ.get("XCLAW_MODEL"):

@@ -157,6 +157,24 @@ async def test_duplicate_call_id_in_one_response_is_rejected(root: Path) -> None
     assert codes == [None, "TOOL_CALL_ID_DUPLICATE", None]  # reuse in a later turn is legal
 
 
+async def test_repeated_stream_event_of_one_call_runs_once(root: Path) -> None:
+    """The same id, name and arguments twice in one response is one call seen twice (a
+    retried stream): one side effect, and both get its recorded result."""
+    runs: list[str] = []
+
+    @tool("write_once", risk=Risk.WRITE)
+    async def write_once(text: str) -> ToolResult:
+        """A write."""
+        runs.append(text)
+        return ToolResult.success(f"wrote {text} as run {len(runs)}")
+
+    same = {"id": "same", "name": "write_once", "arguments": {"text": "1"}}
+    model = _scripted({"tool_calls": [same, same]}, "ok")
+    result = await Agent(model, root, tools=[write_once], evidence_gate_enabled=False).run("t")
+    assert runs == ["1"]
+    assert [r.result.message for r in result.tool_calls] == ["wrote 1 as run 1"] * 2
+
+
 def _looping_model() -> FunctionModel:
     return FunctionModel(
         lambda msgs, req: ModelTurn(

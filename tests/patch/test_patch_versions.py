@@ -82,3 +82,37 @@ def test_a_changeset_that_ends_on_a_protected_path_fails_whole(repo: Path) -> No
     record = asyncio.run(job(repo, turns).run())
     assert record.status == "failed" and "TOOL_PATH_DENIED" in str(record.reason)
     assert tree_hash(repo) == start
+
+
+def test_lockfiles_are_editable_only_when_the_user_config_says_so(repo: Path) -> None:
+    from tests.patch.conftest import git
+
+    from xclaw.patch.job import PatchLimits
+    from xclaw.patch.paths import editable_lockfiles
+
+    (repo / "Cargo.lock").write_text("version = 3\n")
+    git(repo, "add", "Cargo.lock")
+    git(repo, "commit", "-q", "-m", "lock")
+    bump = call(
+        "replace_text", "w1", path="Cargo.lock", oldText="version = 3", newText="version = 4"
+    )
+    refused = asyncio.run(job(repo, [{"tool_calls": [bump]}, "bumped."]).run())
+    assert refused.status == "failed" and "TOOL_PATH_DENIED" in refused.reason
+    # Only real lockfile names count: a listed ".env" stays protected.
+    limits = PatchLimits(editable_lockfiles=editable_lockfiles(["Cargo.lock", ".env"]))
+    assert limits.editable_lockfiles == ("cargo.lock",)
+    allowed = asyncio.run(job(repo, [{"tool_calls": [bump]}, "bumped."], limits=limits).run())
+    assert allowed.status == "review", allowed.reason
+    assert "+version = 4" in allowed.diff
+
+
+def test_project_file_may_not_widen_patch_settings(tmp_path: Path) -> None:
+    import pytest
+
+    from xclaw.config import load_config
+    from xclaw.core.errors import ConfigError
+
+    (tmp_path / "xclaw.yaml").write_text("patch: {editable_lockfiles: [Cargo.lock]}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    assert err.value.code == "CONFIG_UNSAFE"

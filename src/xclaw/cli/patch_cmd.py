@@ -17,7 +17,8 @@ from xclaw.core.errors import XclawError
 from xclaw.core.events import Event, EventBus
 from xclaw.patch import JobRecord, JobStore, PatchJob, Target
 from xclaw.patch.engine import apply_job, revert_job
-from xclaw.patch.job import MODES, Mode
+from xclaw.patch.job import MODES, Mode, PatchLimits
+from xclaw.patch.paths import editable_lockfiles
 
 app = typer.Typer(help="Change jobs: the agent edits an isolated copy; you review and apply.")
 _TARGET = re.compile(r"^(?P<file>[^:]+)(?::(?P<line>\d+))?$")
@@ -83,6 +84,7 @@ def run(
             include_local_changes=include_local_changes,
             consent=include_local_changes or mode == "trusted-auto",
             checks=cfg.checks,
+            limits=PatchLimits(editable_lockfiles=editable_lockfiles(cfg.patch.editable_lockfiles)),
             bus=bus,
         )
         record = asyncio.run(job.run())

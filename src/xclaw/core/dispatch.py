@@ -62,18 +62,18 @@ async def run_tool_calls(
     """Run one turn's calls; ``known`` results (from a resumed ledger) are sent, not rerun."""
     results: dict[int, tuple[ToolResult, float]] = {}
     ready: list[tuple[int, PreparedCall]] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}  # call id -> index of its first call in this turn
+    echoes: dict[int, int] = {}  # a repeated stream event of one call -> that call's index
     repeated: str | None = None
     for i, call in enumerate(calls):
         emit(deps, state, "tool.proposed", call.call_id, name=call.name, arguments=call.arguments)
+        if call.call_id in seen:
+            _same_id_again(calls, seen[call.call_id], i, echoes, results)
+            continue
+        seen[call.call_id] = i
         if known and call.call_id in known:
-            seen.add(call.call_id)
             results[i] = (_settled(state, call, known[call.call_id]), 0.0)
             continue
-        if call.call_id in seen:
-            results[i] = (_duplicate_id(call), 0.0)
-            continue
-        seen.add(call.call_id)
         prepared = deps.toolbox.prepare(call)
         if isinstance(prepared, ToolResult):
             results[i] = (prepared, 0.0)
@@ -89,13 +89,9 @@ async def run_tool_calls(
             results[i] = (refusal, 0.0)
             continue
         ready.append((i, prepared))
-    for batch in _batches(ready):
-        if len(batch) > 1:
-            outs = await asyncio.gather(*(_execute(state, deps, p) for _, p in batch))
-        else:
-            outs = [await _execute(state, deps, batch[0][1])]
-        for (i, _), out in zip(batch, outs, strict=True):
-            results[i] = out
+    await _run_ready(state, deps, ready, results)
+    for i, original in echoes.items():
+        results[i] = (results[original][0], 0.0)
     records = _record(state, deps, calls, results)
     if repeated is not None:
         raise LimitExceeded(
@@ -104,6 +100,37 @@ async def run_tool_calls(
             code="LIMIT_REPEATED_CALLS",
         )
     return records
+
+
+async def _run_ready(
+    state: RunState,
+    deps: DispatchDeps,
+    ready: list[tuple[int, PreparedCall]],
+    results: dict[int, tuple[ToolResult, float]],
+) -> None:
+    """Authorised calls: read-only neighbours together, anything else alone, in order."""
+    for batch in _batches(ready):
+        if len(batch) > 1:
+            outs = await asyncio.gather(*(_execute(state, deps, p) for _, p in batch))
+        else:
+            outs = [await _execute(state, deps, batch[0][1])]
+        for (i, _), out in zip(batch, outs, strict=True):
+            results[i] = out
+
+
+def _same_id_again(
+    calls: list[ToolCallPart],
+    first: int,
+    i: int,
+    echoes: dict[int, int],
+    results: dict[int, tuple[ToolResult, float]],
+) -> None:
+    """An id seen earlier in this turn: the same call again is one call (a retried stream
+    event; it gets the first one's result, one side effect); a different call is refused."""
+    if (calls[first].name, calls[first].arguments) == (calls[i].name, calls[i].arguments):
+        echoes[i] = first
+    else:
+        results[i] = (_duplicate_id(calls[i]), 0.0)
 
 
 def _record(
@@ -250,7 +277,8 @@ def _short_args(arguments: dict[str, object], limit: int = 160) -> str:
 def _duplicate_id(call: ToolCallPart) -> ToolResult:
     return ToolResult.failure(
         "TOOL_CALL_ID_DUPLICATE",
-        f"Tool call id {call.call_id!r} was used twice in one response; the second was not run.",
+        f"Tool call id {call.call_id!r} was used twice in one response for different calls; "
+        "the second was not run.",
         hint="Give each tool call in a response its own id.",
         retryable=True,
     )

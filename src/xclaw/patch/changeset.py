@@ -81,7 +81,7 @@ async def _judge_entry(
 ) -> None:
     old_mode, new_mode, old_oid, status, rel = entry
     try:
-        normalize_rel(rel)
+        normalize_rel(rel, limits.editable_lockfiles)
     except ToolError:
         raise invalid(f"{rel} is a protected or invalid path") from None
     if status not in ("A", "M", "D"):

@@ -21,9 +21,22 @@ _INDEX = re.compile(r"^index [0-9a-f]{4,64}\.\.[0-9a-f]{4,64}(?: 100644)?$")
 
 
 @dataclass(frozen=True, slots=True)
+class Hunk:
+    """One ``@@`` block: the lines it expects (``old``) and the lines it leaves (``new``), as
+    bytes with their line ends; ``trailing`` counts the context lines after the last change."""
+
+    old_start: int
+    new_start: int
+    old: tuple[bytes, ...]
+    new: tuple[bytes, ...]
+    trailing: int
+
+
+@dataclass(frozen=True, slots=True)
 class FilePatch:
     path: str
     kind: Kind
+    hunks: tuple[Hunk, ...] = ()
 
 
 def rejected(reason: str) -> ToolError:
@@ -72,8 +85,8 @@ def _file_section(lines: list[str], i: int) -> tuple[FilePatch, int]:
     expect_new = "/dev/null" if kind == "delete" else f"b/{path}"
     if old != expect_old or new != expect_new:
         raise rejected(f"the ---/+++ headers of {path} do not match its diff --git line")
-    i = _hunks(lines, i + 2, path)
-    return FilePatch(path, kind), i
+    hunks, i = _hunks(lines, i + 2, path)
+    return FilePatch(path, kind, tuple(hunks)), i
 
 
 def _extended_header(line: str, kind: Kind, i: int) -> Kind:
@@ -86,22 +99,53 @@ def _extended_header(line: str, kind: Kind, i: int) -> Kind:
     raise rejected(f"line {i + 1} ({line[:40]!r}) is not allowed: no renames, modes or binaries")
 
 
-def _hunks(lines: list[str], i: int, path: str) -> int:
+def _hunks(lines: list[str], i: int, path: str) -> tuple[list[Hunk], int]:
     if i >= len(lines) or not lines[i].startswith("@@"):
         raise rejected(f"{path} has no @@ hunk")
+    hunks: list[Hunk] = []
     while i < len(lines) and lines[i].startswith("@@"):
-        i = _hunk_body(lines, i, path)
+        hunk, i = _hunk_body(lines, i, path)
+        hunks.append(hunk)
     if i < len(lines) and not lines[i].startswith("diff --git "):
         raise rejected(f"line {i + 1} is text outside any file section")
-    return i
+    return hunks, i
 
 
-def _hunk_body(lines: list[str], i: int, path: str) -> int:
+class _Sides:
+    """The two sides of a hunk being read; a no-newline marker trims the line before it."""
+
+    __slots__ = ("old", "new", "last", "trailing")
+
+    def __init__(self) -> None:
+        self.old: list[bytes] = []
+        self.new: list[bytes] = []
+        self.last = ""
+        self.trailing = 0
+
+    def add(self, tag: str, body: str) -> None:
+        line = body.encode("utf-8") + b"\n"
+        if tag in (" ", "-"):
+            self.old.append(line)
+        if tag in (" ", "+"):
+            self.new.append(line)
+        self.trailing = self.trailing + 1 if tag == " " else 0
+        self.last = tag
+
+    def no_newline(self) -> None:
+        if self.last in (" ", "-"):
+            self.old[-1] = self.old[-1][:-1]
+        if self.last in (" ", "+"):
+            self.new[-1] = self.new[-1][:-1]
+        self.last = ""
+
+
+def _hunk_body(lines: list[str], i: int, path: str) -> tuple[Hunk, int]:
     m = _HUNK.match(lines[i])
     if m is None:
         raise rejected(f"line {i + 1} is not a valid @@ hunk header")
     old_left = int(m.group(2) or "1")
     new_left = int(m.group(4) or "1")
+    sides = _Sides()
     i += 1
     while old_left > 0 or new_left > 0:
         if i >= len(lines):
@@ -111,11 +155,19 @@ def _hunk_body(lines: list[str], i: int, path: str) -> int:
             old_left -= 1
         if tag in (" ", "+"):
             new_left -= 1
-        if tag not in (" ", "-", "+") and lines[i] != _NO_EOL:
+        if tag in (" ", "-", "+"):
+            sides.add(tag, lines[i][1:])
+        elif lines[i] == _NO_EOL and sides.last:
+            sides.no_newline()
+        else:
             raise rejected(f"line {i + 1} does not belong to a hunk")
         i += 1
         if old_left < 0 or new_left < 0:
             raise rejected(f"a hunk of {path} has more lines than its header says")
-    if i < len(lines) and lines[i] == _NO_EOL:
+    if i < len(lines) and lines[i] == _NO_EOL and sides.last:
+        sides.no_newline()
         i += 1
-    return i
+    hunk = Hunk(
+        int(m.group(1)), int(m.group(3)), tuple(sides.old), tuple(sides.new), sides.trailing
+    )
+    return hunk, i

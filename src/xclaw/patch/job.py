@@ -55,6 +55,7 @@ class PatchLimits:
     max_snapshot_bytes: int = 20_000_000
     check_timeout_s: float = 600.0
     check_output_chars: int = 20_000
+    editable_lockfiles: tuple[str, ...] = ()  # lockfiles the user config lets jobs edit
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +83,9 @@ class JobSpec:
         data = dict(raw)
         data["targets"] = tuple(Target(**t) for t in data["targets"])
         data["check_ids"] = tuple(data["check_ids"])
-        data["limits"] = PatchLimits(**data["limits"])
+        limits = dict(data["limits"])
+        limits["editable_lockfiles"] = tuple(limits.get("editable_lockfiles", ()))
+        data["limits"] = PatchLimits(**limits)
         return cls(**data)
 
 

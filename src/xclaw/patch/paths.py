@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Collection
 from pathlib import Path, PurePosixPath
 
 from xclaw.core.errors import PolicyDenied
@@ -50,8 +51,9 @@ def path_denied() -> PolicyDenied:
     )
 
 
-def normalize_rel(raw: str) -> str:
-    """A clean relative POSIX path, or ``TOOL_PATH_DENIED``."""
+def normalize_rel(raw: str, editable: Collection[str] = ()) -> str:
+    """A clean relative POSIX path, or ``TOOL_PATH_DENIED``; ``editable`` names lockfiles the
+    user's configuration lets jobs change (``patch: {editable_lockfiles: [...]}``)."""
     if (
         not raw
         or len(raw) > MAX_PATH_CHARS
@@ -67,24 +69,32 @@ def normalize_rel(raw: str) -> str:
     if not parts or any(p == ".." for p in parts):
         raise path_denied()
     rel = "/".join(parts)
-    if is_protected(rel):
+    if is_protected(rel, editable):
         raise path_denied()
     return rel
 
 
-def is_protected(rel: str) -> bool:
+def is_protected(rel: str, editable: Collection[str] = ()) -> bool:
     parts = rel.split("/")
     name = parts[-1].lower()
     if any(p.lower() in _PROTECTED_DIRS for p in parts[:-1]) or name == ".git":
         return True
-    if name.startswith(".env") or name in _LOCKFILES or _KEY_NAMES.match(name):
+    if name in _LOCKFILES and name not in editable:
+        return True
+    if name.startswith(".env") or _KEY_NAMES.match(name):
         return True
     return name.endswith(_KEY_SUFFIXES) or name == "xclaw.yaml"
 
 
 def is_dependency_manifest(rel: str) -> bool:
-    """Changing it means installing: auto mode never applies it unattended."""
-    return rel.split("/")[-1].lower() in _DEPENDENCY_MANIFESTS or is_protected(rel)
+    """Changing it means installing: auto mode never applies it unattended (lockfiles too)."""
+    name = rel.split("/")[-1].lower()
+    return name in _DEPENDENCY_MANIFESTS or name in _LOCKFILES or is_protected(rel)
+
+
+def editable_lockfiles(names: Collection[str]) -> tuple[str, ...]:
+    """The configured names that really are lockfiles (anything else stays as protected)."""
+    return tuple(sorted({n.lower() for n in names if n.lower() in _LOCKFILES}))
 
 
 def regular_file(root: Path, rel: str) -> Path:

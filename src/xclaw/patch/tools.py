@@ -34,12 +34,13 @@ async def allowed_files(session: PatchSession) -> list[str]:
     done = await git(
         session.worktree, "ls-files", "-z", "--cached", "--others", "--exclude-standard"
     )
-    return sorted({p for p in done.text.split("\0") if p and not is_protected(p)})
+    editable = session.limits.editable_lockfiles
+    return sorted({p for p in done.text.split("\0") if p and not is_protected(p, editable)})
 
 
 def read_text(session: PatchSession, rel: str) -> str:
     """A permitted text file's content, or the uniform ``TOOL_PATH_DENIED``."""
-    target = regular_file(session.worktree, normalize_rel(rel))
+    target = regular_file(session.worktree, normalize_rel(rel, session.limits.editable_lockfiles))
     data = target.read_bytes()
     if len(data) > session.limits.max_file_bytes or not is_text(data):
         raise path_denied()

@@ -15,10 +15,13 @@ from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Risk
 from xclaw.patch.diffparse import FilePatch, parse_patch, rejected
 from xclaw.patch.gitio import git
+from xclaw.patch.hunks import FileChange, plan_change, write_all
 from xclaw.patch.paths import is_text, normalize_rel, path_denied, regular_file
 from xclaw.patch.session import PatchSession
 from xclaw.tools.atomic import atomic_write_bytes
 from xclaw.tools.base import Tool, tool
+
+INLINE_PATCH_CHARS = 256 * 1024  # larger patches are applied off the event loop
 
 
 def _terminal(session: PatchSession, err: ToolError) -> ToolError:
@@ -36,7 +39,7 @@ def _too_big(session: PatchSession, *texts: str) -> None:
 
 def _writable(session: PatchSession, raw: str) -> tuple[str, Path]:
     try:
-        rel = normalize_rel(raw)
+        rel = normalize_rel(raw, session.limits.editable_lockfiles)
         return rel, regular_file(session.worktree, rel)
     except ToolError as err:
         raise _terminal(session, err) from None
@@ -93,7 +96,7 @@ def _check_targets(session: PatchSession, files: list[FilePatch]) -> None:
     """Every path must be allowed: an existing regular file, or a new one in real folders."""
     for fp in files:
         try:
-            rel = normalize_rel(fp.path)
+            rel = normalize_rel(fp.path, session.limits.editable_lockfiles)
         except ToolError as err:
             raise _terminal(session, err) from None
         if fp.kind != "create":
@@ -112,19 +115,17 @@ def _links_on_the_way(root: Path, rel: str) -> bool:
     return False
 
 
-def _hashes(root: Path, rels: list[str]) -> list[tuple[int, int, int, int] | None]:
-    """The paths a patch names, as they are now (a refused patch must leave them so). Inode,
-    size and change times are enough: git writes a file by replacing it, and a stat is much
-    cheaper than reading every touched file twice."""
-    out: list[tuple[int, int, int, int] | None] = []
-    for rel in rels:
-        try:
-            st = os.lstat(root / rel)
-        except FileNotFoundError:
-            out.append(None)
-            continue
-        out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    return out
+def _apply_all(session: PatchSession, files: list[FilePatch]) -> str:
+    """Plan every file in memory, then write them all; or the first reason one cannot apply."""
+    changes: list[FileChange] = []
+    for fp in files:
+        rel = normalize_rel(fp.path, session.limits.editable_lockfiles)
+        change = plan_change(fp, rel, session.worktree / rel)
+        if isinstance(change, str):
+            return change
+        changes.append(change)
+    write_all(session.worktree, changes)
+    return ""
 
 
 def apply_patch_tool(session: PatchSession) -> Tool:
@@ -139,19 +140,20 @@ def apply_patch_tool(session: PatchSession) -> Tool:
         _too_big(session, patch)
         files = parse_patch(patch)
         _check_targets(session, files)
-        touched = [normalize_rel(f.path) for f in files]
-        before = _hashes(session.worktree, touched)
-        # One `git apply` (never --reject): it checks every hunk before writing anything, so
-        # it applies all of it or nothing; a separate --check would only repeat that work.
-        data = patch.encode("utf-8")
-        done = await git(session.worktree, "apply", "--whitespace=nowarn", "-", stdin=data)
-        if not done.ok:
-            if _hashes(session.worktree, touched) == before:
-                raise rejected("its hunks do not match the current files")
-            raise _terminal(  # git apply is atomic: this means something else wrote meanwhile
+        try:
+            if len(patch) <= INLINE_PATCH_CHARS:  # a thread hand-off costs more than this work
+                refusal = _apply_all(session, files)
+            else:
+                refusal = await asyncio.to_thread(_apply_all, session, files)
+        except OSError as err:  # what was written is put back; a disk fault ends the job
+            raise _terminal(
                 session,
-                ToolError("The worktree changed during a refused write.", code="PATCH_STATE_LOST"),
-            )
+                ToolError(
+                    f"The patch could not be written: {err.strerror}.", code="PATCH_WRITE_FAILED"
+                ),
+            ) from None
+        if refusal:  # nothing was written: the worktree is exactly as it was
+            raise rejected(refusal)
         session.changed()
         summary = ", ".join(f"{f.kind} {f.path}" for f in files)
         return ToolResult.success(f"Applied: {summary}.", files=[f.path for f in files])

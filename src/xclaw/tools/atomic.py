@@ -25,11 +25,14 @@ _OPEN_FLAGS = (
 )
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes, *, mode: int | None = None, durable: bool = True
+) -> None:
     """Replace ``path`` with ``data`` atomically.
 
     ``mode`` sets the permission bits; by default an existing file keeps its bits and a new
-    file gets ``0o666`` minus the umask, exactly as ``open(path, "w")`` would.
+    file gets ``0o666`` minus the umask, exactly as ``open(path, "w")`` would. ``durable=False``
+    skips the fsyncs, for scratch trees a crash throws away anyway (still atomic for readers).
     """
     if mode is None:
         try:
@@ -41,12 +44,13 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
     # the kernel apply the umask for new files.
     fd = os.open(tmp, _OPEN_FLAGS, 0o666)
     try:
-        _fill(fd, data, mode)
+        _fill(fd, data, mode, sync=durable)
         os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def atomic_write_at(dir_fd: int, name: str, data: bytes, *, mode: int | None = None) -> None:
@@ -76,15 +80,16 @@ def _tmp_name(name: str) -> str:
     return f".{name}.{secrets.token_hex(4)}{_TMP_SUFFIX}"
 
 
-def _fill(fd: int, data: bytes, mode: int | None) -> None:
-    """Write all of ``data`` to the new temporary file, fsync it, and close it."""
+def _fill(fd: int, data: bytes, mode: int | None, *, sync: bool = True) -> None:
+    """Write all of ``data`` to the new temporary file, fsync it (``sync``), and close it."""
     try:
         if mode is not None:
             os.fchmod(fd, mode)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
 
