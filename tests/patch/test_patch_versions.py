@@ -116,3 +116,32 @@ def test_project_file_may_not_widen_patch_settings(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path)
     assert err.value.code == "CONFIG_UNSAFE"
+
+
+def test_job_message_carries_bounded_redacted_conventions_nearest_first(repo: Path) -> None:
+    from tests.patch.conftest import git
+
+    from xclaw.patch.conventions import TOTAL_CHARS, convention_sections
+
+    (repo / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
+    (repo / "src" / ".editorconfig").write_text("[*.py]\nindent_size = 4\n")
+    (repo / "src" / "util.py").write_text("API_KEY = 'sk-abcdefghijklmnopqrstuvwxyz012345'\n")
+    (repo / "src" / "big.py").write_text("x = 1\n" * 5000)
+    (repo / ".env.example").write_text("TOKEN=1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "conventions")
+    targets = (Target(1, "src/app.py", "say hi"),)
+    sections = convention_sections(repo, targets)
+    paths = [rel for rel, _ in sections]
+    assert paths[:2] == ["src/.editorconfig", "pyproject.toml"]  # nearest folder first
+    assert "src/big.py" in paths and "src/util.py" in paths  # same-folder examples
+    assert ".env.example" not in paths and "src/app.py" not in paths
+    text = dict(sections)
+    assert "sk-abcdefghijklmnopqrstuvwxyz012345" not in text["src/util.py"]  # redacted
+    assert len(text["src/big.py"].splitlines()) <= 30
+    assert sum(len(t) for _, t in sections) <= TOTAL_CHARS
+    turns = [
+        {"expect": {"last_contains": ["line-length = 100"]}, "text": "nothing to change."},
+    ]
+    record = asyncio.run(job(repo, turns).run())
+    assert record.status == "failed"  # no tool call; the message was checked by `expect`

@@ -23,6 +23,7 @@ from xclaw.core.state import RunResult, RunState
 from xclaw.patch.apply import apply_record, revert_record
 from xclaw.patch.changeset import Changeset, collect, invalid
 from xclaw.patch.checks import run_check
+from xclaw.patch.conventions import conventions_message
 from xclaw.patch.gitio import PatchError
 from xclaw.patch.health import check_health, real_path, require_usable
 from xclaw.patch.job import (
@@ -164,7 +165,9 @@ class PatchJob:
         state = RunState(
             spec.session_id, spec.targets[0].instruction, [Message.system(SYSTEM_PROMPT)]
         )
-        state.append(Message.user(job_message(spec.targets)), "user_input")
+        context = conventions_message(session.worktree, spec.targets)
+        text = job_message(spec.targets) + (f"\n\n{context}" if context else "")
+        state.append(Message.user(text), "user_input")
         return await run_loop(state, deps)
 
     async def _final_checks(
