@@ -49,6 +49,8 @@ bench: deps
 	$(BIN)/python bench/sandbox_exec.py
 	$(BIN)/python bench/web_transport.py
 	$(BIN)/python bench/patch_replay.py
+	$(BIN)/python bench/page_snapshot.py
+	$(BIN)/python bench/browser_content.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -11,20 +11,11 @@ from typing import Any
 import pytest
 from fixture_server import FixtureSite
 
-from xclaw.browser import BrowserOptions, find_browser
+from xclaw.browser import CONTAINER_ARGS, BrowserOptions, find_browser
 from xclaw.core.errors import ConfigError
 from xclaw.models.chatgpt_web import ChatGPTWebOptions, WebTimeouts
 
-# Quiet flags: without the background-networking ones Chromium calls home on a closed network.
-TEST_ARGS = (
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
+TEST_ARGS = CONTAINER_ARGS
 # Short enough for a quick suite, long enough for two slow cores.
 FAST = WebTimeouts(
     poll_s=0.05,

@@ -4,7 +4,12 @@ its own profile under the data directory, launched and relaunched only by us.
 Shared by every adapter that needs a real browser page (the ChatGPT web model, a page agent).
 """
 
-from xclaw.browser.discovery import BROWSER_ENV, browser_candidates, find_browser
+from xclaw.browser.discovery import (
+    BROWSER_ENV,
+    CONTAINER_ARGS,
+    browser_candidates,
+    find_browser,
+)
 from xclaw.browser.manager import (
     HEADLESS_ENV,
     BrowserManager,
@@ -16,6 +21,7 @@ from xclaw.browser.profile import profile_dir, profile_owner_pid
 
 __all__ = [
     "BROWSER_ENV",
+    "CONTAINER_ARGS",
     "HEADLESS_ENV",
     "BrowserManager",
     "BrowserOptions",

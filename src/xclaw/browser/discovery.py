@@ -16,6 +16,17 @@ from pathlib import Path
 from xclaw.core.errors import ConfigError
 
 BROWSER_ENV = "XCLAW_BROWSER"
+# For a headless browser in a container or CI, often as root (hence no sandbox of its own),
+# on a closed network: without the background-networking flags Chromium calls home.
+CONTAINER_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 
 _LINUX_COMMANDS = (
     "google-chrome",

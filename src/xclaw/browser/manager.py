@@ -31,6 +31,16 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _BASE_ARGS = ("--no-first-run", "--no-default-browser-check")
 
 
+def launch_failed(executable: Path | str, err: Exception, hint: str) -> XclawError:
+    """``BROWSER_LAUNCH_FAILED`` with the first line of what the browser said, redacted."""
+    first_line = (str(err).strip().splitlines() or ["no detail"])[0]
+    return XclawError(
+        f"The browser at {executable} did not start: {redact(first_line)}",
+        code="BROWSER_LAUNCH_FAILED",
+        hint=hint,
+    )
+
+
 def headless_from_env() -> bool:
     return os.environ.get(HEADLESS_ENV, "").strip().lower() in _TRUE
 
@@ -152,11 +162,10 @@ class BrowserManager:
                 timeout=opts.launch_timeout_s * 1000,
             )
         except PlaywrightError as err:
-            first_line = (str(err).strip().splitlines() or ["no detail"])[0]
-            raise XclawError(
-                f"The browser at {executable} did not start: {redact(first_line)}",
-                code="BROWSER_LAUNCH_FAILED",
-                hint="Close other windows using this profile, or set XCLAW_BROWSER to "
+            raise launch_failed(
+                executable,
+                err,
+                "Close other windows using this profile, or set XCLAW_BROWSER to "
                 "another Chrome or Chromium.",
             ) from None
         await self._adopt(context)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from xclaw.cli import config_cmd, models_cmd, patch_cmd, protocol_cmd, tools_cmd
+from xclaw.cli import config_cmd, models_cmd, page_cmd, patch_cmd, protocol_cmd, tools_cmd
 from xclaw.cli.bridge_cmd import bridge
 from xclaw.cli.demo_cmd import demo
 from xclaw.cli.doctor_cmd import doctor
@@ -36,6 +36,7 @@ app.add_typer(models_cmd.app, name="models")
 app.add_typer(protocol_cmd.app, name="protocol")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(patch_cmd.app, name="patch")
+app.add_typer(page_cmd.app, name="page")
 
 
 def main() -> None:

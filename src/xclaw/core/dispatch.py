@@ -1,5 +1,5 @@
 """Tool dispatch for one model turn, in the fixed order of the blueprint:
-validate → policy → approval → execute → cap → feed back.
+validate → inspect → policy → approval → execute → cap → feed back.
 
 Approvals are asked one at a time, in call order. Consecutive read-only calls run
 concurrently; any call with side effects runs alone, in order.
@@ -205,6 +205,9 @@ async def _authorize(
     state: RunState, deps: DispatchDeps, prepared: PreparedCall
 ) -> ToolResult | None:
     """None when the call may run; otherwise the coded refusal fed back to the model."""
+    unseen = await deps.toolbox.inspect(prepared)  # the target it acts on, looked at first
+    if unseen is not None:
+        return unseen
     decision = deps.policy.evaluate(prepared)
     prepared.decision = decision
     if decision.action == "deny":

@@ -12,15 +12,18 @@ Every error a user can see carries a stable ``code``, a plain sentence and a nex
     ├── ToolError                   raised inside a tool; becomes a failed ToolResult
     │   ├── ToolArgumentsInvalid    TOOL_ARGUMENTS_INVALID (retryable)
     │   └── PolicyDenied            PATH_*, COMMAND_DENIED, APPROVAL_DENIED, ...
-    └── RunStopped                  the run ended before success
-        ├── LimitExceeded           LIMIT_* (interrupted)
-        └── RunCancelled            RUN_CANCELLED (Ctrl+C twice)
+    ├── RunStopped                  the run ended before success
+    │   ├── LimitExceeded           LIMIT_* (interrupted)
+    │   └── RunCancelled            RUN_CANCELLED (Ctrl+C twice)
+    └── EndRun                      a hook ends the run early: completed or interrupted
 
 A tool never lets an exception escape into the loop: the dispatcher turns ``ToolError`` and
 any unexpected exception into a ``ToolResult`` with ``ok=False``.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 
 class XclawError(Exception):
@@ -134,3 +137,22 @@ class LimitExceeded(RunStopped):
 
 class RunCancelled(RunStopped):
     code = "RUN_CANCELLED"
+
+
+class EndRun(XclawError):
+    """Raised by a loop hook to end the run now, as ``completed`` (with ``reply``) or
+    ``interrupted``; the run's reason is ``CODE: message``."""
+
+    code = "RUN_ENDED"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status: Literal["completed", "interrupted"] = "interrupted",
+        reply: str = "",
+    ) -> None:
+        super().__init__(message, code=code)
+        self.status = status
+        self.reply = reply

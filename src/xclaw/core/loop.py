@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import assert_never
 
 from xclaw.core.dispatch import emit, run_tool_calls
-from xclaw.core.errors import LimitExceeded, ModelError, ProtocolViolation, RunCancelled
+from xclaw.core.errors import EndRun, LimitExceeded, ModelError, ProtocolViolation, RunCancelled
 from xclaw.core.events import EventBus, EventType
 from xclaw.core.hooks import Hooks
 from xclaw.core.limits import Limits
@@ -68,6 +68,8 @@ async def run_loop(state: RunState, deps: LoopDeps) -> RunResult:
             refuse_completion(state, deps, reminder)
     except LimitExceeded as err:
         return finish(state, deps, "interrupted", "", reason=f"{err.code}: {err.message}")
+    except EndRun as end:
+        return finish(state, deps, end.status, end.reply, reason=f"{end.code}: {end.message}")
     except RunCancelled:
         return _cancelled(state, deps)
     except asyncio.CancelledError:
@@ -147,7 +149,7 @@ async def ask_model(state: RunState, deps: LoopDeps) -> Message:
     """One model turn, collected into an assistant message (reasoning, text, tool calls)."""
     state.turn += 1
     emit(deps, state, "model.message_sent", messages=len(state.messages))
-    request = ModelRequest(state.messages, deps.toolbox.specs())
+    request = ModelRequest(deps.hooks.view_messages(state), deps.toolbox.specs())
     turn = TurnCollector()
     started = time.perf_counter()
     try:

@@ -51,11 +51,11 @@ def wire_tool_name(name: str) -> str:
 class Grant:
     """A narrow rule an *allow for task* answer adds: one directory, or one program+subcommand."""
 
-    kind: Literal["path", "command"]
+    kind: Literal["path", "command", "site"]
     value: str
 
     def describe(self) -> str:
-        what = "files under" if self.kind == "path" else "the command"
+        what = {"path": "files under", "command": "the command", "site": "pages on"}[self.kind]
         return f"{what} {self.value}"
 
 
@@ -81,12 +81,37 @@ class Command:
 
 
 @dataclass(frozen=True, slots=True)
+class WebAddress:
+    """A web address a call would open, and what its host resolved to just before."""
+
+    url: str
+    resolved: tuple[str, ...] = ()  # IP addresses; empty when not a name or not resolvable
+
+
+@dataclass(frozen=True, slots=True)
+class PageElement:
+    """The page element a call would act on, as the page showed it just before the call."""
+
+    action: str  # "click", "key:Enter", ...
+    tag: str
+    text: str = ""  # visible text, value of a button-like input
+    label: str = ""  # aria-label, title, alt
+    role: str = ""
+    href: str = ""
+    submits_form: bool = False  # activating it submits its form
+    form_fields: tuple[str, ...] = ()  # name/id/autocomplete/type hints of that form's fields
+    page_url: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Access:
     """What a call would touch, raw from the model: the policy resolves and judges it."""
 
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     command: Command | None = None
+    opens: tuple[WebAddress, ...] = ()
+    element: PageElement | None = None
 
 
 NO_ACCESS = Access()
@@ -123,6 +148,11 @@ class Toolbox(Protocol):
     def specs(self) -> Sequence[ToolSpec]: ...
 
     def prepare(self, call: ToolCallPart) -> PreparedCall | ToolResult: ...
+
+    async def inspect(self, prepared: PreparedCall) -> ToolResult | None:
+        """Look at what the call would act on (a page element, a host) and complete
+        ``prepared.access`` before the policy decides; a result refuses the call unrun."""
+        ...
 
     async def execute(self, prepared: PreparedCall, output: OutputSink) -> ToolResult: ...
 

@@ -17,10 +17,11 @@ from pathlib import Path
 
 from xclaw.core.errors import PolicyDenied
 from xclaw.core.messages import ToolResult
-from xclaw.core.tooling import Command, Decision, Grant, PreparedCall, Risk
+from xclaw.core.tooling import Access, Command, Decision, Grant, PreparedCall, Risk
 from xclaw.policy.allowlist import known_safe
 from xclaw.policy.approval import approval_denied_result, policy_denied_result
 from xclaw.policy.arguments import linked_arguments, protected_arguments
+from xclaw.policy.browsing import file_url_path, judge_address, judge_element
 from xclaw.policy.commands import classify_command
 from xclaw.policy.launchers import normalize_program
 from xclaw.policy.paths import find_outside_paths, is_secret_path, resolve_inside_root
@@ -76,6 +77,22 @@ class PolicyEngine:
             yield from self._judge_path(raw, write=True)
         if access.command is not None:
             yield from self._judge_command(access.command)
+        yield from self._judge_web(access)
+
+    def _judge_web(self, access: Access) -> Iterator[Decision]:
+        """Browser calls: ``file:`` addresses are paths; the rest is ``policy.browsing``."""
+        for address in access.opens:
+            path = file_url_path(address.url)
+            if path is not None:
+                yield from self._judge_path(path, write=False)
+                continue
+            verdict = judge_address(address)
+            if verdict is not None and verdict.grant not in self.workspace.grants:
+                yield verdict
+        if access.element is not None:
+            verdict = judge_element(access.element)
+            if verdict is not None:
+                yield verdict
 
     def _judge_path(self, raw: str, *, write: bool) -> Iterator[Decision]:
         ws = self.workspace

@@ -8,6 +8,7 @@ and subcommand, after the launchers (``env``, ``nice``, ``npx``...) have been un
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Sequence
 from urllib.parse import urlsplit
@@ -77,6 +78,38 @@ def _is_loopback_url(arg: str) -> bool:
     except ValueError:
         return False
     return host in _LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` names this machine outright: ``localhost`` (and ``*.localhost``) or a
+    loopback address written out. A name like ``127.example.com`` is a name, not loopback."""
+    host = host.strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def non_public_kind(address: str) -> str | None:
+    """What kind of non-public address ``address`` is (``loopback``, ``private``,
+    ``link-local``, ``reserved``), or None for a public address or a non-address."""
+    try:
+        ip = ipaddress.ip_address(address.strip("[]").split("%")[0])
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback:
+        return "loopback"
+    if ip.is_link_local:
+        return "link-local"
+    if ip.is_private:
+        return "private"
+    if not ip.is_global or ip.is_multicast:
+        return "reserved"
+    return None
 
 
 def needs_network(program: str, argv: Sequence[str]) -> str | None:

@@ -114,6 +114,8 @@ class Tool:
     output_cap: int
     wants_context: bool
     access: Callable[[BaseModel], Access]
+    # Looks at the world (a live page, DNS) before the policy decides: the full Access.
+    inspect: Callable[[Any], Awaitable[Access]] | None = None
     spec: ToolSpec = field(init=False)
 
     def __post_init__(self) -> None:
@@ -192,8 +194,13 @@ def tool(
     output_cap: int = 32_000,
     path_args: tuple[str, ...] = (),
     access: Callable[[Any], Access] | None = None,
+    inspector: Callable[[Any], Awaitable[Access]] | None = None,
 ) -> Callable[[ToolFn], Tool]:
-    """Turn a typed function into a ``Tool``. Its docstring becomes the description."""
+    """Turn a typed function into a ``Tool``. Its docstring becomes the description.
+
+    ``access`` declares what a call touches from its arguments alone; ``inspector`` (async)
+    replaces it when that needs a look at the world first, e.g. the page element a click hits.
+    """
 
     def wrap(fn: ToolFn) -> Tool:
         model, wants_context = _args_model(name, fn)
@@ -210,6 +217,7 @@ def tool(
             output_cap=output_cap,
             wants_context=wants_context,
             access=access or _default_access(path_args, writes=not ro),
+            inspect=inspector,
         )
 
     return wrap

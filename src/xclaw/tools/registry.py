@@ -83,6 +83,34 @@ class BoundToolbox:
         key = call.name + json.dumps(call.arguments, sort_keys=True, default=str)
         return PreparedCall(call, t.spec, args, key, access=t.access(args), extra={"tool": t})
 
+    async def inspect(self, prepared: PreparedCall) -> ToolResult | None:
+        """Complete ``prepared.access`` with the tool's own look at the world, if it has one.
+        A failure to look (the element is gone, the page timed out) refuses the call unrun."""
+        t: Tool = prepared.extra["tool"]
+        if t.inspect is None:
+            return None
+        try:
+            async with asyncio.timeout(t.timeout_s):
+                prepared.access = await t.inspect(prepared.args)
+        except ToolError as err:
+            return ToolResult.failure(
+                err.code, err.message, hint=err.hint, retryable=err.retryable, data=err.data
+            )
+        except TimeoutError:
+            return ToolResult.failure(
+                "TOOL_TIMEOUT",
+                f"{t.name} could not check its target within {t.timeout_s:g}s; nothing ran.",
+                hint="Try again, or a smaller request.",
+                retryable=True,
+            )
+        except Exception as err:  # noqa: BLE001 - a broken inspector must never kill the loop
+            return ToolResult.failure(
+                "TOOL_CRASHED",
+                f"{t.name} failed checking its target: {type(err).__name__}: {err}; nothing ran.",
+                hint="Report this as a bug; try another approach meanwhile.",
+            )
+        return None
+
     async def execute(self, prepared: PreparedCall, output: OutputSink) -> ToolResult:
         t: Tool = prepared.extra["tool"]
         once = tuple(Path(p) for p in prepared.decision.targets)

@@ -1,0 +1,372 @@
+// xclaw browser content helper (seed 003 ch. 07): agent ids, distilled HTML, element facts,
+// annotation boxes, popup dismissal and a DOM-quiet wait. One plain script, idempotent:
+// installs window.__xclawContent once (as an init script or evaluated on demand).
+(() => {
+  if (window.__xclawContent) return;
+  const ID = "data-agent-id";
+  const ids = new WeakMap(); // element -> id
+  const byId = new Map(); // id -> element
+  let next = 0;
+
+  const ROLES = new Set([
+    "button", "link", "checkbox", "radio", "switch", "tab", "menuitem", "menuitemcheckbox",
+    "menuitemradio", "option", "combobox", "textbox", "searchbox", "slider", "spinbutton",
+    "gridcell", "treeitem",
+  ]);
+  const SKIP = new Set([
+    "script", "style", "noscript", "template", "svg", "canvas", "link", "meta", "head",
+    "object", "embed", "iframe", "frame", "frameset", "math", "audio", "video", "source",
+    "track", "map", "area", "base",
+  ]);
+  const KEEP = new Set([
+    "a", "button", "input", "select", "option", "textarea", "label", "form", "h1", "h2", "h3",
+    "h4", "h5", "h6", "p", "table", "tr", "td", "th", "nav", "main", "img", "dialog",
+    "details", "summary",
+  ]);
+  const VOID = new Set(["input", "img"]);
+  const MAX_OPTIONS = 25;
+
+  function* elements(root) {
+    // Every element under root, open shadow roots included, in document order.
+    const stack = [root];
+    while (stack.length) {
+      const node = stack.pop();
+      const kids = [];
+      if (node.shadowRoot) kids.push(...node.shadowRoot.children);
+      kids.push(...node.children);
+      for (let i = kids.length - 1; i >= 0; i--) stack.push(kids[i]);
+      if (node !== root) yield node;
+    }
+  }
+
+  function visible(el) {
+    if (el.checkVisibility && !el.checkVisibility({ visibilityProperty: true, checkVisibilityCSS: true })) {
+      return false;
+    }
+    return el.getClientRects().length > 0;
+  }
+
+  function interactive(el) {
+    const tag = el.localName;
+    if (tag === "a" && el.hasAttribute("href")) return true;
+    if (tag === "button" || tag === "select" || tag === "textarea" || tag === "summary") return true;
+    if (tag === "input") return el.type !== "hidden";
+    if (el.isContentEditable && (el.hasAttribute("contenteditable") ||
+      !(el.parentElement && el.parentElement.isContentEditable))) return true;
+    const role = (el.getAttribute("role") || "").trim().toLowerCase().split(/\s+/)[0];
+    return ROLES.has(role);
+  }
+
+  function mark() {
+    // Keep every element's id while it lives (stable within a page version); number new ones.
+    for (const [id, el] of byId) {
+      if (!el.isConnected) byId.delete(id);
+    }
+    let count = 0;
+    for (const el of elements(document.documentElement)) {
+      const mine = ids.get(el);
+      if (!mine && el.hasAttribute(ID)) el.removeAttribute(ID); // copied or made by the page
+      if (!interactive(el) || !visible(el)) continue;
+      if (!mine) {
+        const id = String(++next);
+        ids.set(el, id);
+        byId.set(id, el);
+        el.setAttribute(ID, id);
+      } else if (el.getAttribute(ID) !== mine) {
+        el.setAttribute(ID, mine);
+      }
+      count++;
+    }
+    return count;
+  }
+
+  function find(id) {
+    const el = byId.get(String(id));
+    return el && el.isConnected ? el : null;
+  }
+
+  const clip = (s, n) => (s.length <= n ? s : s.slice(0, n - 1) + "…");
+  const squash = (s) => (s || "").replace(/\s+/g, " ").trim();
+  const esc = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/"/g, "&quot;");
+
+  function attrs(el, text) {
+    const out = [];
+    const add = (k, v) => {
+      if (v !== null && v !== undefined && v !== "") out.push(`${k}="${esc(clip(String(v), 80))}"`);
+    };
+    const id = ids.get(el);
+    if (id && byId.get(id) === el) add(ID, id);
+    const tag = el.localName;
+    if (tag === "a") {
+      add("href", shortHref(el));
+    } else if (tag === "input") {
+      if (el.type !== "text") add("type", el.type);
+      add("name", el.name);
+      add("placeholder", el.placeholder);
+      if (el.type === "password") add("value", el.value ? "••••" : "");
+      else if (el.type !== "checkbox" && el.type !== "radio") add("value", el.value);
+      if (el.checked) out.push("checked");
+    } else if (tag === "textarea" || tag === "select") {
+      add("name", el.name);
+      if (tag === "textarea") add("placeholder", el.placeholder);
+    } else if (tag === "img") {
+      add("alt", el.alt);
+    }
+    if (el.disabled) out.push("disabled");
+    if (!KEEP.has(tag)) add("role", el.getAttribute("role") || (el.isContentEditable ? "textbox" : ""));
+    if (text.length < 3) add("aria-label", el.getAttribute("aria-label") || el.getAttribute("title"));
+    add("aria-expanded", el.getAttribute("aria-expanded"));
+    return out.length ? " " + out.join(" ") : "";
+  }
+
+  function shortHref(el) {
+    // Where a link goes, short: a path on this site, //host/path elsewhere; no tracking
+    // parameters, no fragment. Links are clicked by agent id; this only says where they lead.
+    const raw = el.getAttribute("href") || "";
+    if (/^javascript:/i.test(raw) || raw.startsWith("#")) return "";
+    let url;
+    try { url = new URL(el.href); } catch (e) { return clip(raw, 60); }
+    if (!/^https?:$/.test(url.protocol)) return clip(raw, 60);
+    const query = [...url.searchParams.keys()].some((k) => /^(utm_|fbclid|gclid)/.test(k))
+      ? "?" + [...url.searchParams].filter(([k]) => !/^(utm_|fbclid|gclid)/.test(k))
+        .map(([k, v]) => `${k}=${v}`).join("&")
+      : url.search;
+    const tail = url.pathname + (query === "?" ? "" : query);
+    const same = url.origin === location.origin;
+    return clip(same ? tail : "//" + url.host.replace(/^www\./, "") + (tail === "/" ? "" : tail), 60);
+  }
+
+  function blockish(style) {
+    const d = style.display;
+    return d !== "inline" && d !== "inline-block" && d !== "contents" && d !== "inline-flex";
+  }
+
+  function render(node, out) {
+    if (node.nodeType === Node.TEXT_NODE) {
+      const t = node.nodeValue.replace(/\s+/g, " ");
+      if (t.trim()) out.push(esc(t));
+      else if (t) out.push(" ");
+      return;
+    }
+    if (node.nodeType !== Node.ELEMENT_NODE) return;
+    const el = node;
+    const tag = el.localName;
+    if (SKIP.has(tag)) return;
+    if (tag === "input" && el.type === "hidden") return;
+    const style = getComputedStyle(el);
+    if (style.display === "none") return;
+    if (style.display !== "contents" && !visible(el)) return;
+    const inner = [];
+    if (tag === "select") {
+      const opts = [...el.options];
+      for (const o of opts.slice(0, MAX_OPTIONS)) {
+        inner.push(`<option${o.selected ? " selected" : ""}>${esc(clip(squash(o.text), 60))}</option>`);
+      }
+      if (opts.length > MAX_OPTIONS) inner.push(`… ${opts.length - MAX_OPTIONS} more options`);
+    } else if (tag === "textarea") {
+      inner.push(esc(clip(el.value, 200)));
+    } else {
+      if (el.shadowRoot) for (const kid of el.shadowRoot.childNodes) render(kid, inner);
+      for (const kid of el.childNodes) render(kid, inner);
+    }
+    const body = inner.join("");
+    const keep = KEEP.has(tag) || ids.has(el);
+    const nl = blockish(style) ? "\n" : "";
+    if (!keep) {
+      if (body.trim()) out.push(nl + body + nl);
+      return;
+    }
+    if (tag === "img" && !el.alt) return;
+    const a = attrs(el, body.trim());
+    if (!body.trim() && !VOID.has(tag) && !ids.has(el)) return;
+    if (VOID.has(tag)) out.push(`${nl}<${tag}${a}>${nl}`);
+    else out.push(`${nl}<${tag}${a}>${body.trim()}</${tag}>${nl}`);
+  }
+
+  function distill() {
+    mark();
+    const out = [];
+    const title = squash(document.title);
+    if (title) out.push(`<title>${esc(title)}</title>\n`);
+    if (document.body) render(document.body, out);
+    return out.join("").replace(/[ \t]+/g, " ").replace(/ ?\n[\n ]*/g, "\n").trim();
+  }
+
+  function deepActive() {
+    let el = document.activeElement;
+    while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+    return el && el !== document.body ? el : null;
+  }
+
+  function fieldHint(f) {
+    const parts = [f.name, f.id, f.getAttribute("autocomplete"), f.type, f.placeholder,
+      f.getAttribute("aria-label")];
+    return clip(parts.filter(Boolean).join(" "), 120);
+  }
+
+  function facts(el, action) {
+    // What the policy reads before a click or key press: text, label, link, form.
+    const tag = el.localName;
+    const buttonLike = tag === "input" && /^(submit|button|reset|image)$/.test(el.type);
+    const text = buttonLike ? el.value || el.alt || "" : tag === "input" || tag === "textarea" ? "" : squash(el.innerText || el.textContent);
+    const link = el.closest("a[href]");
+    const form = el.form || el.closest("form");
+    let submits = false;
+    if (action === "click") {
+      submits = (tag === "button" && (el.getAttribute("type") || "submit").toLowerCase() === "submit" && !!el.form) ||
+        (tag === "input" && /^(submit|image)$/.test(el.type) && !!el.form);
+    } else if (action === "key:Enter") {
+      submits = !!form && ((tag === "input" && !/^(button|reset|checkbox|radio|file)$/.test(el.type)) ||
+        (tag === "button" && (el.getAttribute("type") || "submit").toLowerCase() === "submit"));
+    }
+    const fields = form ? [...form.elements].filter((f) => f.type !== "submit").slice(0, 40).map(fieldHint) : [];
+    return {
+      action,
+      tag,
+      text: clip(text, 160),
+      label: clip(squash(el.getAttribute("aria-label") || el.getAttribute("title") || el.getAttribute("alt") || ""), 160),
+      role: el.getAttribute("role") || "",
+      href: link ? link.href : "",
+      submits_form: submits,
+      form_fields: fields,
+      page_url: location.href,
+      disabled: !!el.disabled || el.getAttribute("aria-disabled") === "true",
+      editable: (tag === "input" && !/^(button|submit|reset|image|checkbox|radio|file|hidden)$/.test(el.type)) ||
+        tag === "textarea" || tag === "select" || el.isContentEditable,
+      id: ids.get(el) || "",
+    };
+  }
+
+  function boxes() {
+    mark();
+    const out = [];
+    const W = innerWidth, H = innerHeight;
+    for (const [id, el] of byId) {
+      if (!el.isConnected || !visible(el)) continue;
+      const r = el.getBoundingClientRect();
+      if (r.width < 1 || r.height < 1 || r.right < 0 || r.bottom < 0 || r.left > W || r.top > H) continue;
+      out.push({ id, x: Math.round(r.left), y: Math.round(r.top), w: Math.round(r.width), h: Math.round(r.height) });
+    }
+    return out;
+  }
+
+  function annotate() {
+    unannotate();
+    const layer = document.createElement("div");
+    layer.id = "__xclaw_annotations";
+    layer.style.cssText = "position:fixed;inset:0;z-index:2147483647;pointer-events:none";
+    const list = boxes();
+    for (const b of list) {
+      const box = document.createElement("div");
+      box.style.cssText = `position:fixed;left:${b.x}px;top:${b.y}px;width:${b.w}px;height:${b.h}px;` +
+        "border:2px solid #e00;box-sizing:border-box";
+      const tag = document.createElement("div");
+      tag.textContent = b.id;
+      tag.style.cssText = `position:fixed;left:${b.x}px;top:${Math.max(0, b.y - 14)}px;` +
+        "background:#e00;color:#fff;font:bold 11px/14px sans-serif;padding:0 3px";
+      layer.append(box, tag);
+    }
+    document.documentElement.appendChild(layer);
+    return list;
+  }
+
+  function unannotate() {
+    const old = document.getElementById("__xclaw_annotations");
+    if (old) old.remove();
+  }
+
+  // Popups: only exact, benign answers inside something that looks like a banner or a modal.
+  const ACCEPT = /^(accept|accept all|accept all cookies|accept cookies|allow all|allow cookies|allow all cookies|i agree|agree|agree and close|got it|ok|okay|i understand|understood|同意|接受|全部接受|我同意|知道了|好的)$/i;
+  const CLOSE = /^(close|dismiss|no thanks|no, thanks|not now|maybe later|skip|关闭|不用了|以后再说|×|✕|✖|x)$/i;
+  const CLOSE_CLASS = /(^|[-_\s])(close|dismiss)([-_\s]|$)|modal-close|popup-close/i;
+  const ACCEPT_ID = /^(cookie-accept|gdpr-accept|accept-cookies|onetrust-accept-btn-handler)$/i;
+  const HOST_HINT = /cookie|consent|gdpr|privacy-banner|banner|popup|modal|overlay|newsletter|lightbox/i;
+
+  function overlayHost(el) {
+    for (let n = el; n && n !== document.body; n = n.parentElement) {
+      const role = n.getAttribute("role");
+      if (role === "dialog" || role === "alertdialog" || n.getAttribute("aria-modal") === "true") return n;
+      if (n.localName === "dialog" && n.open) return n;
+      if (HOST_HINT.test(`${n.id} ${typeof n.className === "string" ? n.className : ""}`)) return n;
+      const pos = getComputedStyle(n).position;
+      if (pos === "fixed" || pos === "sticky") return n;
+    }
+    return null;
+  }
+
+  function dismissOnce() {
+    const clickable = "button, a, [role=button], input[type=button], input[type=submit], " +
+      "[class*=close i], [class*=dismiss i], [id*=accept i], [aria-label]";
+    for (const el of document.querySelectorAll(clickable)) {
+      const text = squash(el.localName === "input" ? el.value : el.textContent);
+      if (text.length > 40) continue;
+      const label = squash(el.getAttribute("aria-label") || el.getAttribute("title") || "");
+      const cls = typeof el.className === "string" ? el.className : "";
+      const isButton = /^(button|a|input)$/.test(el.localName) || el.getAttribute("role") === "button";
+      const accept = ACCEPT.test(text) || ACCEPT_ID.test(el.id);
+      const close = CLOSE.test(text) || CLOSE.test(label) || (CLOSE_CLASS.test(`${el.id} ${cls}`) && text.length <= 2);
+      if (!(accept || close) || (!isButton && !ACCEPT_ID.test(el.id) && !CLOSE_CLASS.test(cls))) continue;
+      if (!visible(el) || !overlayHost(el)) continue;
+      el.click();
+      return `${accept ? "accepted" : "closed"} ${clip(text || label || el.id || cls, 40)}`;
+    }
+    return null;
+  }
+
+  function dismiss() {
+    const done = [];
+    for (let i = 0; i < 4; i++) {
+      const what = dismissOnce();
+      if (!what) break;
+      done.push(what);
+    }
+    return done;
+  }
+
+  function quiet(quietMs, maxMs) {
+    // Resolves once the DOM has not changed for quietMs (our own id attributes ignored).
+    return new Promise((resolve) => {
+      const start = performance.now();
+      let last = start;
+      const obs = new MutationObserver((records) => {
+        if (records.some((r) => !(r.type === "attributes" && r.attributeName === ID))) last = performance.now();
+      });
+      obs.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+      const tick = () => {
+        const now = performance.now();
+        if (now - last >= quietMs || now - start >= maxMs) {
+          obs.disconnect();
+          resolve(now - last >= quietMs);
+        } else setTimeout(tick, 50);
+      };
+      setTimeout(tick, 50);
+    });
+  }
+
+  function scroll(dx, dy) {
+    // Scroll the window; when it cannot move, the largest scrollable element instead.
+    const before = [scrollX, scrollY];
+    window.scrollBy(dx, dy);
+    let target = "page";
+    if (scrollX === before[0] && scrollY === before[1]) {
+      let best = null, area = 0;
+      for (const el of elements(document.body || document.documentElement)) {
+        const s = getComputedStyle(el);
+        const scrollable = (dy && /(auto|scroll)/.test(s.overflowY) && el.scrollHeight > el.clientHeight) ||
+          (dx && /(auto|scroll)/.test(s.overflowX) && el.scrollWidth > el.clientWidth);
+        const a = el.clientWidth * el.clientHeight;
+        if (scrollable && a > area) { best = el; area = a; }
+      }
+      if (best) { best.scrollBy(dx, dy); target = best.localName + (best.id ? "#" + best.id : ""); }
+    }
+    const el = document.scrollingElement || document.documentElement;
+    return { target, x: Math.round(scrollX), y: Math.round(scrollY), height: el.scrollHeight, viewport: innerHeight };
+  }
+
+  // Installed before the page's own scripts (an init script), read-only and frozen, so a page
+  // cannot swap in functions that misreport what a click would hit.
+  const api = { mark, find, distill, facts, boxes, annotate, unannotate, dismiss, quiet, deepActive, scroll, interactive, visible };
+  Object.defineProperty(window, "__xclawContent", {
+    value: Object.freeze(api), writable: false, configurable: false, enumerable: false,
+  });
+})();

@@ -1,0 +1,108 @@
+"""What the page agent sees of a page (seed 002 §5): the snapshot text, its refs and budgets.
+
+The text comes from the in-page library (``js/autopilot.js``): one line per element kept,
+``[tag] "name" key=attrs runtime-state #ref``, children indented. Only interactive elements
+carry a ref; text held by a layout element prints as ``"text"`` alone. Layout containers are
+folded away (their children promoted; several promoted siblings are bracketed in a
+``collapsed-group { ... }`` block); where a budget cuts, interactive elements are kept first and
+the notes ``... (N children omitted)`` and ``... (truncated, N nodes emitted)`` say so.
+
+A ref is ``#`` + base36 of FNV-1a-32 of the page URL (without fragment) and the element's
+XPath, kept to five digits (mod 36**5, as in the seed's ``#a1b2c``), so the same element at the
+same place keeps its ref from one snapshot to the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = [
+    "FIRST_ROUND",
+    "MANUAL",
+    "Ref",
+    "Snapshot",
+    "SnapshotOptions",
+    "SnapshotStats",
+]
+
+
+@dataclass(frozen=True)
+class SnapshotOptions:
+    """Budgets of one snapshot; the defaults are seed 002's for a ``chat()`` first round."""
+
+    max_depth: int = 8
+    viewport_only: bool = False
+    prune_layout: bool = True
+    max_nodes: int = 500
+    max_children: int = 30
+    max_text_length: int = 40
+
+    def to_js(self) -> dict[str, Any]:
+        """The camelCase options ``window.__xclawPage.snapshot`` takes."""
+        return {
+            "maxDepth": self.max_depth,
+            "viewportOnly": self.viewport_only,
+            "pruneLayout": self.prune_layout,
+            "maxNodes": self.max_nodes,
+            "maxChildren": self.max_children,
+            "maxTextLength": self.max_text_length,
+        }
+
+
+FIRST_ROUND = SnapshotOptions()
+"""``chat()`` first round and the loop's refreshes: completeness first."""
+MANUAL = SnapshotOptions(6, True, True, 220, 25, 40)
+"""``page_info`` ``snapshot`` called by hand: the viewport, smaller."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    ref: str  # "#a1b2c", exactly as the text shows it and as ``dom`` takes it
+    xpath: str
+    role: str
+    name: str
+
+
+@dataclass(frozen=True)
+class SnapshotStats:
+    nodes: int
+    interactive: int
+    truncated: bool
+    ms: float
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    text: str
+    refs: list[Ref]
+    stats: SnapshotStats
+    url: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"text", "refs": [{ref, xpath, role, name}], "stats": {nodes, interactive,
+        truncated, ms}}`` — what ``xclaw page snapshot --json`` prints."""
+        return {
+            "text": self.text,
+            "refs": [asdict(r) for r in self.refs],
+            "stats": asdict(self.stats),
+        }
+
+    @classmethod
+    def from_js(cls, raw: dict[str, Any]) -> Snapshot:
+        """Build from what the in-page library returned."""
+        stats = raw.get("stats") or {}
+        return cls(
+            text=str(raw.get("text", "")),
+            refs=[
+                Ref(str(r["ref"]), str(r["xpath"]), str(r["role"]), str(r["name"]))
+                for r in raw.get("refs") or []
+            ],
+            stats=SnapshotStats(
+                nodes=int(stats.get("nodes", 0)),
+                interactive=int(stats.get("interactive", 0)),
+                truncated=bool(stats.get("truncated", False)),
+                ms=float(stats.get("ms", 0.0)),
+            ),
+            url=str(raw.get("url", "")),
+        )

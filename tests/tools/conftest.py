@@ -1,0 +1,56 @@
+"""Fixtures of the browser tool tests: the loopback fixture site, one headless Chromium per
+module (a launch costs a second or two) and a fresh session with its own context per test."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from browser_site import (
+    FAST,
+    Answers,
+    Deps,
+    Site,
+    browser_executable,
+    browser_options,
+    fake_resolver,
+    project,
+)
+
+from xclaw.browser.session import BrowserPool, BrowserSession
+from xclaw.policy.engine import PolicyEngine
+from xclaw.tools.base import Workspace
+from xclaw.tools.browser import browser_tools
+from xclaw.tools.registry import ToolRegistry
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[Site]:
+    s = Site().start()
+    yield s
+    s.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def pool() -> AsyncIterator[BrowserPool]:
+    if browser_executable() is None:  # never skipped: `make deps` installs chromium
+        pytest.fail("No Chrome or Chromium found: run `make deps` (it installs chromium).")
+    p = BrowserPool(browser_options())
+    yield p
+    await p.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def session(pool: BrowserPool) -> AsyncIterator[BrowserSession]:
+    s = BrowserSession(pool, timeouts=FAST, resolver=fake_resolver)
+    yield s
+    await s.close()
+
+
+@pytest.fixture
+def deps(session: BrowserSession, tmp_path: Path) -> Deps:
+    workspace = Workspace(project(tmp_path), output_dir=tmp_path / "out")
+    registry = ToolRegistry(browser_tools(session))
+    return Deps(registry.bind(workspace), PolicyEngine(workspace), Answers(), session=session)
