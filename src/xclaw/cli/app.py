@@ -6,10 +6,12 @@ import typer
 
 from xclaw.cli import config_cmd, models_cmd, page_cmd, patch_cmd, protocol_cmd, tools_cmd
 from xclaw.cli.bridge_cmd import bridge
+from xclaw.cli.chat_cmd import chat
 from xclaw.cli.demo_cmd import demo
 from xclaw.cli.doctor_cmd import doctor
 from xclaw.cli.login_cmd import login
 from xclaw.cli.run_cmd import resume, run
+from xclaw.cli.serve_cmd import serve
 from xclaw.cli.sessions_cmd import export, fork, rollback, sessions, status, steps
 
 app = typer.Typer(
@@ -31,6 +33,8 @@ app.command()(demo)
 app.command()(doctor)
 app.command()(login)
 app.command()(bridge)
+app.command()(serve)
+app.command()(chat)
 app.add_typer(tools_cmd.app, name="tools")
 app.add_typer(models_cmd.app, name="models")
 app.add_typer(protocol_cmd.app, name="protocol")

@@ -181,6 +181,46 @@ class Agent:
             state, workspace, settle=interrupted, resuming=True, fresh_context=restart
         )
 
+    async def follow_up(
+        self, session_id: str, text: str, *, control: RunControl | None = None
+    ) -> RunResult:
+        """One more user message in a recorded session (a chat turn), finished or not.
+
+        The gateway's turns: the history is loaded from the store, a call a stop cut off is
+        settled as skipped (never run again), the message is appended and the loop runs until
+        the model answers again.
+        """
+        store = self._require_store()
+        session = store.get_session(session_id)
+        if session is None:
+            raise ConfigError(f"There is no session {session_id!r}.", code="SESSION_NOT_FOUND")
+        if session.pending:  # a paused decision belongs to `xclaw resume`
+            raise ConfigError(_paused_reason(session.pending), code="SESSION_PAUSED")
+        items, history = _load_history(store, session_id)
+        recorder = SessionRecorder(store, session, new=False)
+        recorder.resume_from(items)
+        prompt = str(session.meta.get("system_prompt") or self.system_prompt)
+        state = RunState(
+            session_id,
+            text,
+            [Message.system(prompt), *history],
+            control=control or RunControl(),
+            recorder=recorder,
+            turn=max((i.turn for i in items), default=0),
+        )
+        recorder.begin()
+        self.model.restore(state.messages)
+        workspace = self._workspace(session_id)
+        self._restore_evidence(state, workspace)
+        # After the cut-off calls are settled (in order), the user's message comes next.
+        return await self._drive(
+            state,
+            workspace,
+            settle="skip",
+            resuming=True,
+            fresh_context=lambda: state.append(Message.user(text), "user_input"),
+        )
+
     def _restore_evidence(self, state: RunState, workspace: Workspace) -> None:
         """Earlier runs' tool calls count for the completion gate, checkpoints and metrics;
         they are rebuilt when first needed, not before the model is asked to continue."""

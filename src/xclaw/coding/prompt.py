@@ -23,3 +23,9 @@ Rules:
 
 def task_message(task: str, root: Path) -> str:
     return f"Project root: {root}\n\nTask:\n{task}"
+
+
+def task_from_message(text: str) -> str:
+    """The task a ``task_message`` wraps (any other text as it is): what the user typed."""
+    head, sep, task = text.partition("\n\nTask:\n")
+    return task if sep and head.startswith("Project root: ") and "\n" not in head else text

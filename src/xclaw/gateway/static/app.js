@@ -1,0 +1,497 @@
+// xclaw web UI: plain JavaScript, no build step, no framework.
+// Untrusted text (model output, tool arguments and results, session titles) only ever goes
+// through textContent; nothing here builds HTML from strings.
+"use strict";
+
+(function () {
+  const STORE_KEY = "xclaw.sessionId";
+  const $ = (id) => document.getElementById(id);
+
+  const state = {
+    ws: null,
+    connSession: null, // the connection's own web session (from the "session" frame)
+    current: null, // the session shown and written to
+    assistant: null, // the assistant bubble receiving deltas
+    tools: new Map(), // callId -> tool card parts
+    busy: false,
+    searchTimer: null,
+    askingCall: null, // the tool call the next approval.request is about
+    askingInfo: null, // that call's approval.required payload (reason, grant)
+    reconnectTimer: null,
+  };
+
+  // ---------- small DOM helpers (text only) ----------
+
+  const { el, pretty, when, stepTree } = window.XclawView;
+
+  function scrollDown() {
+    const box = $("messages");
+    box.scrollTop = box.scrollHeight;
+  }
+
+  function setStatus(text, isError) {
+    const s = $("conn-status");
+    s.textContent = text;
+    s.classList.toggle("error", Boolean(isError));
+  }
+
+  function setBusy(busy) {
+    state.busy = busy;
+    $("stop-button").disabled = !busy;
+    document.body.classList.toggle("busy", busy);
+  }
+
+  // ---------- views ----------
+
+  function showLogin(message) {
+    if (state.ws) {
+      state.ws.onclose = null;
+      state.ws.close();
+      state.ws = null;
+    }
+    $("chat-view").hidden = true;
+    $("login-view").hidden = false;
+    const err = $("login-error");
+    err.hidden = !message;
+    err.textContent = message || "";
+    $("token-input").focus();
+  }
+
+  async function showChat() {
+    $("login-view").hidden = true;
+    $("chat-view").hidden = false;
+    const stored = sessionStorage.getItem(STORE_KEY);
+    if (stored) await openSession(stored);
+    await loadSessions();
+    if ($("chat-view").hidden) return; // refused meanwhile: the login view is back
+    connect();
+    $("composer-input").focus();
+  }
+
+  // ---------- HTTP ----------
+
+  async function api(path) {
+    const res = await fetch(path, { credentials: "same-origin", cache: "no-store" });
+    if (res.status === 401 || res.status === 403) {
+      showLogin("Your session has ended: log in again.");
+      throw new Error("unauthorized");
+    }
+    if (!res.ok) throw new Error(path + " answered " + res.status);
+    return res.json();
+  }
+
+  async function login(event) {
+    event.preventDefault();
+    const input = $("token-input");
+    const token = input.value.trim();
+    input.value = ""; // the token is never kept: not in storage, not in the URL
+    if (!token) return showLogin("Paste the token first.");
+    let res;
+    try {
+      res = await fetch("/auth/session", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { Authorization: "Bearer " + token },
+      });
+    } catch (_err) {
+      return showLogin("The gateway cannot be reached.");
+    }
+    if (!res.ok) {
+      return showLogin("Login failed: the token was not accepted (" + res.status + ").");
+    }
+    $("login-error").hidden = true;
+    await showChat();
+  }
+
+  // ---------- session list ----------
+
+  async function loadSessions() {
+    const q = $("session-search").value.trim();
+    const path = "/api/sessions" + (q ? "?q=" + encodeURIComponent(q) : "");
+    let sessions;
+    try {
+      sessions = await api(path);
+    } catch (_err) {
+      return;
+    }
+    renderSessions(Array.isArray(sessions) ? sessions : []);
+  }
+
+  function renderSessions(sessions) {
+    const list = $("session-list");
+    list.replaceChildren();
+    if (!sessions.length) {
+      list.appendChild(el("li", "empty", "No sessions"));
+      return;
+    }
+    for (const s of sessions) {
+      const item = el("li");
+      const button = el("button", "session-item");
+      button.type = "button";
+      button.dataset.sessionId = String(s.id);
+      button.appendChild(el("span", "session-title", s.title || s.id));
+      const meta = [s.state, when(s.updatedAt)].filter(Boolean).join(" · ");
+      button.appendChild(el("span", "session-meta", meta));
+      if (s.id === state.current) {
+        button.setAttribute("aria-current", "true");
+        if (s.title) $("session-title").textContent = s.title;
+      }
+      button.addEventListener("click", () => selectSession(String(s.id)));
+      item.appendChild(button);
+      list.appendChild(item);
+    }
+  }
+
+  function searchChanged() {
+    clearTimeout(state.searchTimer);
+    state.searchTimer = setTimeout(loadSessions, 200);
+  }
+
+  async function selectSession(id) {
+    await openSession(id);
+    await loadSessions();
+    $("composer-input").focus();
+  }
+
+  function setCurrent(id, title) {
+    state.current = id;
+    if (id) sessionStorage.setItem(STORE_KEY, id);
+    $("session-title").textContent = title || id || "New chat";
+  }
+
+  async function openSession(id) {
+    let data;
+    try {
+      data = await api("/api/sessions/" + encodeURIComponent(id));
+    } catch (_err) {
+      if (sessionStorage.getItem(STORE_KEY) === id) sessionStorage.removeItem(STORE_KEY);
+      return false;
+    }
+    setCurrent(String(data.id || id), data.title);
+    renderHistory(data.messages || []);
+    renderSteps(Array.isArray(data.steps) ? data.steps : []);
+    return true;
+  }
+
+  async function refreshSteps() {
+    if (!state.current) return;
+    try {
+      const data = await api("/api/sessions/" + encodeURIComponent(state.current));
+      renderSteps(Array.isArray(data.steps) ? data.steps : []);
+    } catch (_err) {
+      // not recorded yet, or gone: keep what is shown
+    }
+  }
+
+  function renderSteps(steps) {
+    // the session's step tree, read-only: each step under its parent
+    $("steps").hidden = !steps.length;
+    $("steps-count").textContent = String(steps.length);
+    $("step-tree").replaceChildren(...stepTree(steps));
+  }
+
+  function renderHistory(messages) {
+    clearConversation();
+    for (const m of messages) addMessage(m.role || "assistant", m.text || "");
+    scrollDown();
+  }
+
+  function clearConversation() {
+    $("messages").replaceChildren();
+    $("step-tree").replaceChildren();
+    $("steps").hidden = true;
+    state.assistant = null;
+    state.tools.clear();
+  }
+
+  // ---------- conversation ----------
+
+  function addMessage(role, text) {
+    const box = el("article", "msg msg-" + String(role).replace(/[^a-z]/gi, ""));
+    box.appendChild(el("div", "msg-role", role));
+    const body = el("div", "msg-text", text);
+    box.appendChild(body);
+    $("messages").appendChild(box);
+    scrollDown();
+    return body;
+  }
+
+  function onDelta(text) {
+    if (!state.assistant) state.assistant = addMessage("assistant", "");
+    state.assistant.textContent += text;
+    scrollDown();
+  }
+
+  function onReply(frame) {
+    const text = frame.text || "";
+    if (!state.assistant) state.assistant = addMessage("assistant", text);
+    else if (text) state.assistant.textContent = text;
+    const box = state.assistant.parentElement;
+    box.classList.add("final");
+    box.dataset.status = frame.status || "completed";
+    if (frame.status && frame.status !== "completed") {
+      box.appendChild(el("div", "msg-status", "(" + frame.status + ")"));
+    }
+    state.assistant = null;
+    closeApprovals();
+    setBusy(false);
+    loadSessions();
+    refreshSteps();
+    scrollDown();
+  }
+
+  function toolCard(callId, name) {
+    let card = state.tools.get(callId);
+    if (card) return card;
+    const root = el("article", "tool");
+    root.dataset.callId = callId;
+    const head = el("div", "tool-head");
+    const title = el("span", "tool-name", name || "tool");
+    const status = el("span", "tool-status", "proposed");
+    head.append(title, status);
+    const args = el("pre", "tool-args");
+    const output = el("pre", "tool-output");
+    const result = el("pre", "tool-result");
+    output.hidden = true;
+    result.hidden = true;
+    root.append(head, el("div", "tool-label", "arguments"), args, output, result);
+    $("messages").appendChild(root);
+    card = { root, title, status, args, output, result };
+    state.tools.set(callId, card);
+    // later text belongs after the tool, in a new bubble
+    state.assistant = null;
+    return card;
+  }
+
+  function onEvent(ev) {
+    const type = ev.type || "";
+    const payload = ev.payload || {};
+    const callId = String(ev.callId || ev.tool_call_id || payload.callId || "");
+    if (type === "approval.required" && callId) {
+      state.askingCall = callId; // the approval.request frame that follows belongs to it
+      state.askingInfo = payload;
+      return;
+    }
+    if (!type.startsWith("tool.") || !callId) return;
+    const card = toolCard(callId, payload.name);
+    if (payload.name) card.title.textContent = payload.name;
+    if (type === "tool.proposed") {
+      card.args.textContent = pretty(payload.arguments);
+    } else if (type === "tool.started") {
+      card.status.textContent = "running";
+    } else if (type === "tool.output") {
+      card.output.hidden = false;
+      card.output.textContent += payload.text || "";
+    } else if (type === "tool.completed") {
+      showResult(card, payload);
+    }
+    scrollDown();
+  }
+
+  function showResult(card, payload) {
+    const failed = payload.ok === false;
+    card.status.textContent = failed ? "failed" : "done";
+    card.root.classList.add(failed ? "failed" : "ok");
+    const data = payload.data && typeof payload.data === "object" ? payload.data : null;
+    const lines = [payload.message, payload.error_code];
+    // a command's streams are shown when they were not streamed already
+    if (data && card.output.hidden) lines.push(data.stdout, data.stderr);
+    card.result.hidden = false;
+    card.result.textContent = lines.filter(Boolean).join("\n");
+    if (data && Object.keys(data).length) {
+      const details = el("details", "tool-data");
+      details.appendChild(el("summary", null, "result data"));
+      details.appendChild(el("pre", null, pretty(data)));
+      card.root.appendChild(details);
+    }
+  }
+
+  function onApproval(frame) {
+    const box = el("article", "approval");
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "Approval needed");
+    box.dataset.requestId = frame.requestId;
+    box.appendChild(el("div", "approval-title", "Approval needed [" + (frame.risk || "?") + "]"));
+    box.appendChild(el("pre", "approval-summary", frame.summary || ""));
+    const info = state.askingInfo || {};
+    state.askingInfo = null;
+    if (info.reason) box.appendChild(el("div", "approval-reason", "Why: " + info.reason));
+    if (frame.grantOffered && info.grant) {
+      box.appendChild(el("div", "approval-grant", "For this task would allow: " + info.grant));
+    }
+    const row = el("div", "approval-buttons");
+    const choices = [["once", "Allow once"]];
+    if (frame.grantOffered) choices.push(["task", "Allow for this task"]);
+    choices.push(["deny", "Deny"]);
+    const buttons = choices.map(([answer, label]) => {
+      const b = el("button", "approve-" + answer, label);
+      b.type = "button";
+      b.addEventListener("click", () => answerApproval(frame.requestId, answer, box, buttons));
+      return b;
+    });
+    row.append(...buttons);
+    box.appendChild(row);
+    const card = state.askingCall ? state.tools.get(state.askingCall) : null;
+    state.askingCall = null;
+    if (card) card.root.insertBefore(box, card.output);
+    else $("messages").appendChild(box);
+    state.assistant = null;
+    scrollDown();
+    buttons[0].focus();
+  }
+
+  function closeApprovals() {
+    // the turn is over: a question still open on screen can no longer be answered
+    for (const box of document.querySelectorAll(".approval:not(.answered)")) {
+      for (const b of box.querySelectorAll("button")) b.disabled = true;
+      box.classList.add("answered");
+      box.appendChild(el("div", "approval-answer", "Not answered: the turn ended."));
+    }
+  }
+
+  function answerApproval(requestId, answer, box, buttons) {
+    if (!send({ type: "approval.response", requestId, answer })) return;
+    for (const b of buttons) b.disabled = true;
+    box.classList.add("answered");
+    const words = { once: "allowed once", task: "allowed for this task", deny: "denied" };
+    box.appendChild(el("div", "approval-answer", "You " + words[answer] + "."));
+    $("composer-input").focus();
+  }
+
+  function onHistory(frame) {
+    if (Array.isArray(frame.messages)) renderHistory(frame.messages);
+  }
+
+  // ---------- WebSocket ----------
+
+  function send(frame) {
+    if (!state.ws || state.ws.readyState !== WebSocket.OPEN) {
+      setStatus("not connected", true);
+      return false;
+    }
+    state.ws.send(JSON.stringify(frame));
+    return true;
+  }
+
+  function connect() {
+    clearTimeout(state.reconnectTimer);
+    const proto = location.protocol === "https:" ? "wss://" : "ws://";
+    // reopening a session makes it this connection's own (no token in the URL: cookie auth)
+    const query = state.current ? "?session=" + encodeURIComponent(state.current) : "";
+    const ws = new WebSocket(proto + location.host + "/ws" + query);
+    state.ws = ws;
+    setStatus("connecting…");
+    ws.onopen = () => setStatus("connected");
+    ws.onmessage = (msg) => {
+      let frame;
+      try {
+        frame = JSON.parse(msg.data);
+      } catch (_err) {
+        return;
+      }
+      dispatch(frame);
+    };
+    ws.onclose = (ev) => {
+      if (state.ws !== ws) return;
+      state.ws = null;
+      setBusy(false);
+      if (ev.code === 4401 || ev.code === 4403) {
+        showLogin("The gateway refused the connection (" + ev.code + "): log in again.");
+        return;
+      }
+      if (ev.code === 4404) {
+        // the session asked for is gone: start a new one
+        sessionStorage.removeItem(STORE_KEY);
+        state.current = null;
+        clearConversation();
+        $("session-title").textContent = "New chat";
+        connect();
+        return;
+      }
+      setStatus("disconnected — retrying", true);
+      state.reconnectTimer = setTimeout(connect, 2000);
+    };
+  }
+
+  function dispatch(frame) {
+    const type = frame.type;
+    if (type === "session") {
+      state.connSession = frame.sessionId;
+      if (state.current !== frame.sessionId) setCurrent(frame.sessionId);
+      return;
+    }
+    if (type === "error") {
+      setStatus("error: " + (frame.message || frame.code || "unknown"), true);
+      addMessage("error", (frame.code ? frame.code + ": " : "") + (frame.message || ""));
+      setBusy(false);
+      return;
+    }
+    // frames of another session than the one on screen are not drawn here
+    if (frame.sessionId && state.current && frame.sessionId !== state.current) return;
+    if (type === "delta") onDelta(frame.text || "");
+    else if (type === "event" && frame.event) onEvent(frame.event);
+    else if (type === "approval.request") onApproval(frame);
+    else if (type === "reply") onReply(frame);
+    else if (type === "history") onHistory(frame);
+  }
+
+  function submit(event) {
+    event.preventDefault();
+    const input = $("composer-input");
+    const content = input.value.trim();
+    if (!content) return;
+    const id = "m-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 8);
+    const sessionId = state.current || null;
+    if (!send({ type: "message", id, content, sessionId })) return;
+    input.value = "";
+    addMessage("user", content);
+    state.assistant = null;
+    setBusy(true);
+  }
+
+  function stop() {
+    if (state.current) send({ type: "stop", sessionId: state.current });
+  }
+
+  function newChat() {
+    sessionStorage.removeItem(STORE_KEY);
+    state.current = null;
+    clearConversation();
+    $("session-title").textContent = "New chat";
+    if (state.ws) {
+      state.ws.onclose = null;
+      state.ws.close();
+      state.ws = null;
+    }
+    connect(); // a new connection gets a new web session
+    $("composer-input").focus();
+  }
+
+  function composerKey(event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("composer").requestSubmit();
+    }
+  }
+
+  // ---------- start ----------
+
+  async function start() {
+    $("login-form").addEventListener("submit", login);
+    $("composer").addEventListener("submit", submit);
+    $("composer-input").addEventListener("keydown", composerKey);
+    $("stop-button").addEventListener("click", stop);
+    $("new-chat").addEventListener("click", newChat);
+    $("session-search").addEventListener("input", searchChanged);
+    let res;
+    try {
+      res = await fetch("/api/sessions", { credentials: "same-origin", cache: "no-store" });
+    } catch (_err) {
+      return showLogin("The gateway cannot be reached.");
+    }
+    if (!res.ok) return showLogin("");
+    await showChat();
+  }
+
+  start();
+})();
