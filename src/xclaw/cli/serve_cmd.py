@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -93,6 +94,13 @@ def _auth(host: str, token: str, origins: list[str]) -> GatewayAuth:
     return GatewayAuth(token, origins=origins, hosts=hosts)
 
 
+def channel_env(root: Path) -> dict[str, str]:
+    """The process environment over the project's ``.env`` (as model keys are read)."""
+    from xclaw.models.presets import load_dotenv
+
+    return {**load_dotenv(root / ".env"), **os.environ}
+
+
 def _log_to_stderr() -> None:
     from xclaw.gateway.auth import RedactingFilter
 
@@ -119,6 +127,7 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the gateway: web UI at /, WebSocket at /ws (for the UI and `xclaw chat`)."""
+    from xclaw.gateway.channels.configured import configured_channels
     from xclaw.gateway.gateway import Gateway
     from xclaw.gateway.server import GatewayServer, create_app
     from xclaw.store.sqlite import open_store
@@ -128,8 +137,9 @@ def serve(
         token = _token(host, token_file)
         store = open_store()
         gateway = Gateway(agent_factory(root, model, sandbox, store), store, workdir=root)
+        channels = configured_channels(gateway, channel_env(root))
         server = GatewayServer(
-            create_app(gateway, _auth(host, token, origin or [])),
+            create_app(gateway, _auth(host, token, origin or []), channels=channels),
             host,
             port,
             log_level="info",
@@ -142,6 +152,8 @@ def serve(
         "Ctrl+C stops it.",
         soft_wrap=True,
     )
+    if channels:
+        console.print("chat channels: " + ", ".join(c.name for c in channels), soft_wrap=True)
     try:
         server.server.run(sockets=[server.sock])
     except KeyboardInterrupt:

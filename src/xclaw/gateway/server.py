@@ -24,16 +24,17 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI, HTTPException, Request, Response, WebSocket
+from fastapi import APIRouter, FastAPI, HTTPException, Request, Response, WebSocket
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from xclaw.gateway.auth import COOKIE, GatewayAuth, install_log_redaction
+from xclaw.gateway.channels.base import ChatAdapter
 from xclaw.gateway.gateway import Gateway
 from xclaw.gateway.ws import serve_connection
 
@@ -42,13 +43,29 @@ __all__ = ["STATIC_DIR", "GatewayServer", "create_app"]
 STATIC_DIR = Path(__file__).with_name("static")
 
 
-def create_app(gateway: Gateway, auth: GatewayAuth, *, static_dir: Path | None = None) -> FastAPI:
-    """The gateway app: routes above, every one but ``/healthz`` and the UI behind ``auth``."""
+def create_app(
+    gateway: Gateway,
+    auth: GatewayAuth,
+    *,
+    static_dir: Path | None = None,
+    routers: Sequence[APIRouter] = (),
+    channels: Sequence[ChatAdapter] = (),
+) -> FastAPI:
+    """The gateway app: routes above, every one but ``/healthz`` and the UI behind ``auth``.
+    ``channels`` run while the app does; ``routers`` (and a channel's ``router``) are chat
+    platforms' callback endpoints, which check the platform's own signature instead (a
+    platform cannot hold our token)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        yield
-        await gateway.close()
+        for channel in channels:
+            await channel.start()
+        try:
+            yield
+        finally:
+            for channel in channels:
+                await channel.stop()
+            await gateway.close()
 
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.gateway = gateway
@@ -64,6 +81,9 @@ def create_app(gateway: Gateway, auth: GatewayAuth, *, static_dir: Path | None =
     async def ws(websocket: WebSocket) -> None:
         await serve_connection(gateway, auth, websocket)
 
+    extra = [*routers, *(r for c in channels if (r := getattr(c, "router", None)) is not None)]
+    for router in extra:  # before the UI, which is mounted at "/" and would shadow them
+        app.include_router(router)
     folder = static_dir or STATIC_DIR
     if folder.is_dir():
         app.mount("/", StaticFiles(directory=folder, html=True), name="ui")

@@ -1,0 +1,1 @@
+"""Chat channel adapters of the gateway (QQ, Feishu/Lark, Telegram); see ``base``."""

@@ -1,0 +1,201 @@
+"""The Feishu channel against a fake Open API: signed and encrypted callbacks, an approval."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fake_feishu import (
+    APP_ID,
+    APP_SECRET,
+    ENCRYPT_KEY,
+    TENANT_TOKEN,
+    VERIFICATION_TOKEN,
+    FakeFeishu,
+    Sent,
+    encrypt,
+    message_event,
+    serve,
+    signed_headers,
+)
+from pydantic import SecretStr
+
+from xclaw import Agent, ScriptedModel
+from xclaw.core.events import EventBus
+from xclaw.core.tooling import Approver
+from xclaw.gateway.auth import GatewayAuth
+from xclaw.gateway.channels.feishu import FeishuAdapter, FeishuSettings
+from xclaw.gateway.gateway import Gateway
+from xclaw.gateway.server import create_app
+from xclaw.sandbox import make_sandbox
+from xclaw.store.sqlite import open_store
+
+pytestmark = pytest.mark.timeout(30)
+
+MARK = "feishu-ran-7"
+EXEC = {
+    "text": "Running it.",
+    "tool_calls": [
+        {
+            "id": "call_1",
+            "name": "terminal.exec",
+            "arguments": {"program": "sh", "argv": ["-c", f"echo {MARK} > out.txt; echo {MARK}"]},
+        }
+    ],
+}
+LONG = "\n".join(f"line {i:03d} " + "x" * 60 for i in range(100))  # ~7,000 characters
+SECRETS = (APP_SECRET, VERIFICATION_TOKEN, ENCRYPT_KEY, TENANT_TOKEN)
+
+
+@dataclass
+class Rig:
+    fake: FakeFeishu
+    adapter: FeishuAdapter
+    gateway: Gateway
+    http: httpx.AsyncClient
+
+    async def post(
+        self,
+        payload: dict[str, Any],
+        *,
+        key: str | None = ENCRYPT_KEY,
+        encrypted: bool = False,
+        timestamp: float | None = None,
+    ) -> httpx.Response:
+        if encrypted:
+            payload = {"encrypt": encrypt(ENCRYPT_KEY, json.dumps(payload))}
+        body = json.dumps(payload).encode()
+        headers = (
+            signed_headers(body, key, timestamp=timestamp)
+            if key is not None
+            else {"Content-Type": "application/json"}
+        )
+        return await self.http.post(self.adapter.settings.path, content=body, headers=headers)
+
+
+@asynccontextmanager
+async def rig(root: Path, script: list[Any], *, encrypt_key: str | None) -> AsyncIterator[Rig]:
+    store = open_store()
+
+    def make_agent(bus: EventBus, approver: Approver) -> Agent:
+        return Agent(
+            ScriptedModel(list(script)),
+            root,
+            approval=approver,
+            bus=bus,
+            store=store,
+            evidence_gate_enabled=False,
+            sandbox=lambda: make_sandbox("host").sandbox,  # host mode: commands ask first
+        )
+
+    fake = FakeFeishu()
+    gateway = Gateway(make_agent, store, workdir=root, approval_timeout=10.0)
+    async with serve(fake.app()) as api_url:
+        settings = FeishuSettings(
+            app_id=APP_ID,
+            app_secret=SecretStr(APP_SECRET),
+            verification_token=SecretStr(VERIFICATION_TOKEN),
+            encrypt_key=SecretStr(encrypt_key) if encrypt_key else None,
+            base_url=api_url,
+        )
+        adapter = FeishuAdapter(gateway, settings)
+        await adapter.start()
+        # Mounted the way `xclaw serve` mounts channel callbacks: inside the gateway app,
+        # before its UI; the platform's signature, not the gateway token, guards them.
+        app = create_app(gateway, GatewayAuth("t" * 32), routers=[adapter.router])
+        try:
+            async with serve(app) as bot_url, httpx.AsyncClient(base_url=bot_url) as http:
+                yield Rig(fake, adapter, gateway, http)
+        finally:
+            await adapter.stop()
+            await gateway.close()
+            store.close()
+
+
+def to(sent: list[Sent], target: str) -> list[str]:
+    return [s.text for s in sent if s.target == target]
+
+
+async def test_a_conversation_with_an_approval(
+    root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with rig(root, [EXEC, LONG], encrypt_key=ENCRYPT_KEY) as r:
+        # the console's URL check, encrypted as Feishu sends it once a key is set
+        challenge = {"challenge": "c-123", "token": VERIFICATION_TOKEN, "type": "url_verification"}
+        ok = await r.post(challenge, key=None, encrypted=True)
+        assert ok.status_code == 200 and ok.json() == {"challenge": "c-123"}
+        wrong = await r.post({**challenge, "token": "nope"}, key=None)
+        assert wrong.status_code == 401
+
+        # refused callbacks: bad signature, a replay of 10 minutes ago, no signature
+        bad = await r.post(message_event("oc_a", "run it"), key="not-the-key")
+        stale = await r.post(message_event("oc_a", "run it"), timestamp=time.time() - 600)
+        unsigned = await r.post(message_event("oc_a", "run it"), key=None)
+        assert [bad.status_code, stale.status_code, unsigned.status_code] == [401, 401, 401]
+        assert bad.json() == {"error": 401}
+        assert r.fake.sent == [] and r.gateway._live == {}
+
+        # peer A asks (encrypted and signed); Feishu's retry of the same event is dropped
+        task = message_event("oc_a", "run it", message_id="om_a1", event_id="ev-1")
+        assert (await r.post(task, encrypted=True)).status_code == 200
+        assert (await r.post(task, encrypted=True)).status_code == 200
+        await r.fake.wait_for(lambda sent: bool(to(sent, "om_a1")))
+        approval = to(r.fake.sent, "om_a1")[0]
+        assert approval.startswith("Approval needed")
+        found = re.search(r"/approve ([0-9a-f]+)", approval)
+        assert found is not None
+        request_id = found.group(1)
+
+        # the bot's own message and another peer cannot approve
+        own = message_event("oc_a", f"/approve {request_id}", sender_type="app")
+        assert (await r.post(own)).status_code == 200
+        other = message_event("oc_b", f"/approve {request_id}", message_id="om_b1")
+        assert (await r.post(other)).status_code == 200
+        await r.fake.wait_for(lambda sent: bool(to(sent, "om_b1")))
+        assert to(r.fake.sent, "om_b1") == ["Error APPROVAL_UNKNOWN: No such open question here."]
+        assert not (root / "out.txt").exists()
+
+        # the same peer approves: the command runs, the long reply comes in pieces
+        yes = message_event("oc_a", f"/approve {request_id}", message_id="om_a2")
+        assert (await r.post(yes)).status_code == 200
+        await r.fake.wait_for(lambda sent: "".join(to(sent, "om_a2")) == LONG)
+        pieces = to(r.fake.sent, "om_a2")
+        token_calls = r.fake.token_calls
+
+    assert (root / "out.txt").read_text().strip() == MARK
+    assert len(pieces) >= 2 and all(len(p) <= 4000 for p in pieces)
+    assert len(to(r.fake.sent, "om_a1")) == 1  # one approval: the retried event ran nothing
+    assert {s.kind for s in r.fake.sent} == {"reply"}
+    assert token_calls == 1  # the tenant token is cached
+    assert caplog.text and "refused" in caplog.text
+    for secret in SECRETS:
+        assert secret not in caplog.text
+
+
+async def test_token_mode_and_sending_to_a_chat(
+    root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with rig(root, ["Hello from xclaw."], encrypt_key=None) as r:
+        wrong = await r.post(message_event("oc_c", "hi", token="forged"), key=None)
+        assert wrong.status_code == 401
+        encrypted = await r.post(message_event("oc_c", "hi"), key=None, encrypted=True)
+        assert encrypted.status_code == 400  # no key configured: nothing to decrypt with
+        good = await r.post(message_event("oc_c", "hi", message_id="om_c1"), key=None)
+        assert good.status_code == 200
+        await r.fake.wait_for(lambda sent: bool(to(sent, "om_c1")))
+        await r.adapter.send_text("oc_new", "a new message")  # no message to reply to
+    assert to(r.fake.sent, "om_c1") == ["Hello from xclaw."]
+    assert r.fake.sent[-1] == Sent("send", "oc_new", "a new message")
+    for secret in SECRETS:
+        assert secret not in caplog.text
