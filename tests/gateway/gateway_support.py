@@ -25,18 +25,24 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 Script = list[dict[str, Any] | str]
 
 
-@contextmanager
-def serving(
+def exec_turn(mark: str) -> dict[str, Any]:
+    """A turn that runs a shell command (which asks for approval in host mode)."""
+    argv = ["-c", f"echo {mark} > out.txt; echo {mark}"]
+    call = {"id": "call_1", "name": "terminal.exec", "arguments": {"program": "sh", "argv": argv}}
+    return {"text": "Running it.", "tool_calls": [call]}
+
+
+def scripted_gateway(
     root: Path,
     script: Script | Callable[[], Script],
+    store: Any,
     *,
     approval_timeout: float = 10.0,
-    log_level: str = "warning",
-) -> Iterator[GatewayServer]:
-    store = open_store()
+) -> Gateway:
+    """A gateway whose every session runs ``script`` with a scripted model, in host mode."""
 
     def make_agent(bus: EventBus, approver: Approver) -> Agent:
-        turns = script() if callable(script) else script
+        turns = script() if callable(script) else list(script)
         return Agent(
             ScriptedModel(turns),
             root,
@@ -47,7 +53,19 @@ def serving(
             sandbox=lambda: make_sandbox("host").sandbox,  # host mode: commands ask first
         )
 
-    gateway = Gateway(make_agent, store, workdir=root, approval_timeout=approval_timeout)
+    return Gateway(make_agent, store, workdir=root, approval_timeout=approval_timeout)
+
+
+@contextmanager
+def serving(
+    root: Path,
+    script: Script | Callable[[], Script],
+    *,
+    approval_timeout: float = 10.0,
+    log_level: str = "warning",
+) -> Iterator[GatewayServer]:
+    store = open_store()
+    gateway = scripted_gateway(root, script, store, approval_timeout=approval_timeout)
     app = create_app(gateway, GatewayAuth(token=TOKEN))
     server = GatewayServer(app, log_level=log_level).start()
     try:

@@ -27,31 +27,19 @@ from fake_feishu import (
     serve,
     signed_headers,
 )
+from gateway_support import exec_turn, scripted_gateway
 from pydantic import SecretStr
 
-from xclaw import Agent, ScriptedModel
-from xclaw.core.events import EventBus
-from xclaw.core.tooling import Approver
 from xclaw.gateway.auth import GatewayAuth
 from xclaw.gateway.channels.feishu import FeishuAdapter, FeishuSettings
 from xclaw.gateway.gateway import Gateway
 from xclaw.gateway.server import create_app
-from xclaw.sandbox import make_sandbox
 from xclaw.store.sqlite import open_store
 
 pytestmark = pytest.mark.timeout(30)
 
 MARK = "feishu-ran-7"
-EXEC = {
-    "text": "Running it.",
-    "tool_calls": [
-        {
-            "id": "call_1",
-            "name": "terminal.exec",
-            "arguments": {"program": "sh", "argv": ["-c", f"echo {MARK} > out.txt; echo {MARK}"]},
-        }
-    ],
-}
+EXEC = exec_turn(MARK)
 LONG = "\n".join(f"line {i:03d} " + "x" * 60 for i in range(100))  # ~7,000 characters
 SECRETS = (APP_SECRET, VERIFICATION_TOKEN, ENCRYPT_KEY, TENANT_TOKEN)
 
@@ -86,19 +74,8 @@ class Rig:
 async def rig(root: Path, script: list[Any], *, encrypt_key: str | None) -> AsyncIterator[Rig]:
     store = open_store()
 
-    def make_agent(bus: EventBus, approver: Approver) -> Agent:
-        return Agent(
-            ScriptedModel(list(script)),
-            root,
-            approval=approver,
-            bus=bus,
-            store=store,
-            evidence_gate_enabled=False,
-            sandbox=lambda: make_sandbox("host").sandbox,  # host mode: commands ask first
-        )
-
     fake = FakeFeishu()
-    gateway = Gateway(make_agent, store, workdir=root, approval_timeout=10.0)
+    gateway = scripted_gateway(root, script, store)
     async with serve(fake.app()) as api_url:
         settings = FeishuSettings(
             app_id=APP_ID,

@@ -12,29 +12,16 @@ from pathlib import Path
 
 import pytest
 from fake_qq import APP_ID, SECRET, FakeQQ, running
+from gateway_support import exec_turn, scripted_gateway
 from pydantic import SecretStr
 
-from xclaw import Agent, ScriptedModel
-from xclaw.core.events import EventBus
-from xclaw.core.tooling import Approver
 from xclaw.gateway.channels.qq import QQAdapter, QQSettings
-from xclaw.gateway.gateway import Gateway
-from xclaw.sandbox import make_sandbox
 from xclaw.store.sqlite import open_store
 
 pytestmark = pytest.mark.timeout(30)
 
 MARK = "qq-ran-42"
-EXEC = {
-    "text": "Running it.",
-    "tool_calls": [
-        {
-            "id": "call_1",
-            "name": "terminal.exec",
-            "arguments": {"program": "sh", "argv": ["-c", f"echo {MARK} > out.txt; echo {MARK}"]},
-        }
-    ],
-}
+EXEC = exec_turn(MARK)
 LONG = "\n".join(f"line {i:03d} " + "x" * 40 for i in range(100))  # 5000 chars: 3 messages
 
 
@@ -44,18 +31,7 @@ async def qq_bot(
 ) -> AsyncIterator[QQAdapter]:
     store = open_store()
 
-    def make_agent(bus: EventBus, approver: Approver) -> Agent:
-        return Agent(
-            ScriptedModel(list(script)),
-            root,
-            approval=approver,
-            bus=bus,
-            store=store,
-            evidence_gate_enabled=False,
-            sandbox=lambda: make_sandbox("host").sandbox,  # host mode: commands ask first
-        )
-
-    gateway = Gateway(make_agent, store, workdir=root, approval_timeout=10.0)
+    gateway = scripted_gateway(root, script, store)
     fields: dict[str, object] = {
         "app_id": APP_ID,
         "client_secret": SecretStr(SECRET),

@@ -12,14 +12,11 @@ from typing import Any
 
 import pytest
 from fake_telegram import FakeTelegram
+from gateway_support import exec_turn, scripted_gateway
 from pydantic import SecretStr
 
-from xclaw import Agent, ScriptedModel
-from xclaw.core.events import EventBus
-from xclaw.core.tooling import Approver
 from xclaw.gateway.channels.telegram import TelegramAdapter, TelegramSettings
 from xclaw.gateway.gateway import Gateway
-from xclaw.sandbox import make_sandbox
 from xclaw.store.sqlite import open_store
 
 pytestmark = pytest.mark.timeout(30)
@@ -27,16 +24,7 @@ pytestmark = pytest.mark.timeout(30)
 TOKEN = "123456789:AAHfakeTelegramBotTokenForTests-0123456"
 ALICE, MALLORY = 1001, 2002
 MARK = "telegram-ran-42"
-EXEC = {
-    "text": "Running it.",
-    "tool_calls": [
-        {
-            "id": "call_1",
-            "name": "terminal.exec",
-            "arguments": {"program": "sh", "argv": ["-c", f"echo {MARK} > out.txt; echo {MARK}"]},
-        }
-    ],
-}
+EXEC = exec_turn(MARK)
 LONG = "\n".join(f"line {i:04d} " + "x" * 40 for i in range(120))  # ~6000 chars > 4096
 
 
@@ -46,18 +34,7 @@ async def telegram(
 ) -> AsyncIterator[tuple[FakeTelegram, TelegramAdapter, Gateway]]:
     store = open_store()
 
-    def make_agent(bus: EventBus, approver: Approver) -> Agent:
-        return Agent(
-            ScriptedModel(list(script)),
-            root,
-            approval=approver,
-            bus=bus,
-            store=store,
-            evidence_gate_enabled=False,
-            sandbox=lambda: make_sandbox("host").sandbox,  # host mode: commands ask first
-        )
-
-    gateway = Gateway(make_agent, store, workdir=root, approval_timeout=10.0)
+    gateway = scripted_gateway(root, script, store)
     async with FakeTelegram(TOKEN, max_wait=0.5) as fake:
         settings = TelegramSettings(
             bot_token=SecretStr(token), base_url=fake.base_url, poll_timeout=5

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from gateway_support import AUTH, client, send, serving, until
+from gateway_support import AUTH, client, exec_turn, send, serving, until
 
 from xclaw import Agent, ScriptedModel
 from xclaw.store.sqlite import open_store
@@ -15,16 +15,7 @@ from xclaw.store.sqlite import open_store
 pytestmark = pytest.mark.timeout(30)
 
 MARK = "gateway-ran-42"
-EXEC = {
-    "text": "Running it.",
-    "tool_calls": [
-        {
-            "id": "call_1",
-            "name": "terminal.exec",
-            "arguments": {"program": "sh", "argv": ["-c", f"echo {MARK} > out.txt; echo {MARK}"]},
-        }
-    ],
-}
+EXEC = exec_turn(MARK)
 
 
 async def test_a_turn_streams_deltas_and_replies(root: Path) -> None:
