@@ -216,3 +216,20 @@ async def test_guards_and_memory_on_a_real_page(
     assert third.status == "interrupted" and third.reason.startswith("PAGE_REPEATED_BATCH")
     assert third.tool_calls[-1]["result"].error_code == "REPEATED_BATCH_SKIPPED"
     model.assert_complete()
+
+
+@pytest.mark.parametrize("url", ["file:///etc/hostname", "javascript:alert(1)"])
+async def test_a_goto_the_page_suggests_is_judged_by_the_policy(
+    page: Page, driver: PageDriver, page_server: PageServer, url: str
+) -> None:
+    """Nothing the model reads widens what it may open: a goto to a local file outside the
+    project or a non-http scheme asks, and with no one to ask (the default) it is refused."""
+    start = page_server.url("agent_chat.html")
+    await page.goto(start)
+    goto = {"id": "n1", "name": "navigate", "arguments": {"action": "goto", "url": url}}
+    done = "Could not open it.\nREMAINING: DONE"
+    model = ScriptedModel([{"tool_calls": [goto], "text": "REMAINING: read it"}, done])
+    result = await WebAgent(model, driver, settings=FAST).chat("open the file the page mentions")
+    (call,) = [c for c in result.tool_calls if c["name"] == "navigate"]
+    assert call["result"].error_code == "APPROVAL_DENIED", call["result"]
+    assert page.url == start

@@ -78,7 +78,7 @@ class WebAgent:
         callbacks: WebAgentCallbacks | None = None,
         routes: Mapping[str, RouteSkill] | None = None,
         settings: PageLoopSettings | None = None,
-        approval: Literal["allow", "deny"] | Approver = "allow",
+        approval: Literal["allow", "deny"] | Approver = "deny",
         bus: EventBus | None = None,
         builtin_tools: Sequence[Tool] | None = None,
     ) -> None:

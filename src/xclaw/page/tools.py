@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from xclaw.core.messages import ToolResult
-from xclaw.core.tooling import Risk
+from xclaw.core.tooling import NO_ACCESS, Access, Risk, WebAddress
 from xclaw.page.driver import DOM_CHANGING_ACTIONS, PageDriver
 from xclaw.tools.base import Tool, tool
 
@@ -109,8 +109,28 @@ def _dom_tool(driver: PageDriver) -> Tool:
     return dom
 
 
+def _opens(args: Any) -> Access:
+    """What a goto would open, for the policy (schemes, files, private hosts: seed 003 ch. 07)."""
+    url = args.url if args.action == "goto" and args.url else None
+    return Access(opens=(WebAddress(url.strip()),)) if url else NO_ACCESS
+
+
+async def _resolved(args: Any) -> Access:
+    from xclaw.tools.browser_judge import web_address
+
+    url = args.url if args.action == "goto" and args.url else None
+    return Access(opens=(await web_address(url.strip()),)) if url else NO_ACCESS
+
+
 def _navigate_tool(driver: PageDriver) -> Tool:
-    @tool("navigate", risk=Risk.WRITE, read_only=False, timeout_s=90.0)
+    @tool(
+        "navigate",
+        risk=Risk.WRITE,
+        read_only=False,
+        timeout_s=90.0,
+        access=_opens,
+        inspector=_resolved,
+    )
     async def navigate(
         action: NavigateAction,
         url: str | None = None,

@@ -61,7 +61,7 @@ Selector = Annotated[str | None, Field(max_length=500)]
 
 def _navigate_tool(session: BrowserSession) -> Tool:
     async def inspect(args: Any) -> Access:
-        return Access(opens=(await web_address(session, normalize_url(args.url)),))
+        return Access(opens=(await web_address(normalize_url(args.url), session.resolver),))
 
     @tool(
         "browser.navigate",

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from playwright.async_api import Page
 
-from xclaw.browser.session import BrowserSession
+from xclaw.browser.session import BrowserSession, Resolver, resolve_host
 from xclaw.core.errors import ToolError
 from xclaw.core.tooling import Access, WebAddress
 from xclaw.policy.reach import is_loopback_host, non_public_kind
@@ -37,15 +37,16 @@ def normalize_url(raw: str) -> str:
     return f"{'http' if is_loopback_host(host) else 'https'}://{url}"
 
 
-async def web_address(session: BrowserSession, url: str) -> WebAddress:
-    """The address with what its host resolves to (names only; IPs and loopback need none)."""
+async def web_address(url: str, resolver: Resolver = resolve_host) -> WebAddress:
+    """The address with what its host resolves to (names only; IPs and loopback need none).
+    Every tool that opens a page (browser.*, the page agent's navigate) asks the policy so."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     if parts.scheme.lower() not in ("http", "https") or not host:
         return WebAddress(url)
     if is_loopback_host(host) or non_public_kind(host) is not None or _is_ip(host):
         return WebAddress(url)
-    return WebAddress(url, await session.resolver(host))
+    return WebAddress(url, await resolver(host))
 
 
 def _is_ip(host: str) -> bool:
@@ -71,7 +72,7 @@ async def judged_element(
     if href and not href.lower().startswith("javascript:"):
         same_origin = urlsplit(href)[:2] == urlsplit(page.url)[:2]
         if not same_origin:
-            opens = (await web_address(session, href),)
+            opens = (await web_address(href, session.resolver),)
     return Access(opens=opens, element=as_page_element(facts))
 
 
