@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-APT_PACKAGES := git ripgrep bubblewrap util-linux chromium
+APT_PACKAGES := git ripgrep bubblewrap util-linux chromium postgresql redis-server
 STAMP := $(VENV)/.installed
 
 .PHONY: deps sysdeps demo test lint bench clean conformance
@@ -30,8 +30,8 @@ demo: deps
 	$(BIN)/xclaw demo
 
 lint: deps
-	$(BIN)/ruff check src tests bench conformance
-	$(BIN)/ruff format --check src tests bench conformance
+	$(BIN)/ruff check src tests bench conformance evals
+	$(BIN)/ruff format --check src tests bench conformance evals
 	$(BIN)/mypy
 
 test: deps lint
@@ -51,6 +51,14 @@ bench: deps
 	$(BIN)/python bench/patch_replay.py
 	$(BIN)/python bench/page_snapshot.py
 	$(BIN)/python bench/browser_content.py
+	$(BIN)/python bench/gateway_load.py
+	$(BIN)/python bench/agents_debate.py
+	$(BIN)/python bench/scan_corpus.py
+	$(BIN)/python bench/memory_search.py
+	$(BIN)/python bench/memory_index.py --sizes 10000,100000 --open-n 100000
+	$(BIN)/python bench/memory_eval.py
+	$(BIN)/python bench/store_overhead.py
+	$(BIN)/python bench/gateway_instances.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

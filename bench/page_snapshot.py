@@ -31,9 +31,9 @@ or else its closest baseline ancestor (the element a click on it would reach), o
 ``<label>``, its control. Text without a handle does not count: the model cannot act on it.
 
 Target (issue 9): median tokens <= 0.7x browser-use's full-page serializer at recall >= the DOM
-baseline (read as: median recall 1.0, i.e. on the median page every baseline element has a
-handle; the mean and the number of complete pages are printed beside it), < 50 ms per snapshot
-(the median, Python wall time around the call).
+baseline (read as: recall 1.0 on EVERY page, i.e. the minimum; the median, the mean and each
+page's missed elements are printed beside it), < 50 ms per snapshot (the median, Python wall
+time around the call; the p90 is printed too).
 Usage: ``python bench/page_snapshot.py [N] [--json out.json]``. Exits non-zero only when the
 harness itself fails; a missed target is printed, not raised.
 """
@@ -115,6 +115,22 @@ XPATHS_JS = """(xpaths) => {
   };
   return (__INDEX__)(xpaths.map(resolve));
 }""".replace("__INDEX__", INDEX_JS)
+# Which baseline elements xclaw's refs did not reach (same rule as INDEX_JS): the per-page
+# misses the report prints, so a recall figure can be checked element by element.
+MISSED_JS = """(xpaths) => {
+  const index = window.__xclawBaselineIndex;
+  const resolve = window.__xclawPage.resolveXPath;
+  const hit = new Set();
+  for (const xpath of xpaths) {
+    let el = resolve(xpath);
+    if (el && el.tagName === 'LABEL' && el.control && index.has(el.control)) el = el.control;
+    for (let at = el; at; at = at.parentElement || (at.getRootNode() || {}).host) {
+      if (index.has(at)) { hit.add(at); break; }
+    }
+  }
+  return window.__xclawBaseline.filter((el) => !hit.has(el))
+    .map((el) => el.outerHTML.replace(/\\s+/g, ' ').slice(0, 100));
+}"""
 ARIA_LINE = re.compile(r"^\s*- ([a-z]+)\b.*\[ref=([a-z0-9]+)\]", re.MULTILINE)
 # Playwright's AI mode (refs for what can be acted on) when this Playwright has it.
 ARIA_OPTIONS: dict[str, Any] = (
@@ -132,6 +148,7 @@ class Result:
     refs: int
     in_page_ms: float | None = None
     unresolved: int = 0  # handles that no longer resolved to an element after the timed runs
+    missed: tuple[str, ...] = ()  # xclaw only: the baseline elements no ref reached
 
     @property
     def recall(self) -> float | None:
@@ -178,9 +195,17 @@ async def measure_ours(page: Page, baseline: int) -> Result:
     options = FIRST_ROUND  # full page: viewport_only=False is FIRST_ROUND's default
     assert not options.viewport_only
     snap, times = await timed(lambda: driver.snapshot(options))
-    hits = await page.evaluate(XPATHS_JS, [ref.xpath for ref in snap.refs])
+    xpaths = [ref.xpath for ref in snap.refs]
+    hits = await page.evaluate(XPATHS_JS, xpaths)
+    missed = await page.evaluate(MISSED_JS, xpaths)
     return Result(
-        tokens(snap.text), median(times), int(hits), baseline, len(snap.refs), snap.stats.ms
+        tokens(snap.text),
+        median(times),
+        int(hits),
+        baseline,
+        len(snap.refs),
+        snap.stats.ms,
+        missed=tuple(missed),
     )
 
 
@@ -292,12 +317,14 @@ def recall_summary(recalls: list[float]) -> dict[str, Any]:
     if not recalls:
         return {
             "recall_pages": 0,
+            "recall_min": math.nan,
             "recall_median": math.nan,
             "recall_mean": math.nan,
             "full_recall_pages": 0,
         }
     return {
         "recall_pages": len(recalls),
+        "recall_min": min(recalls),
         "recall_median": median(recalls),
         "recall_mean": sum(recalls) / len(recalls),
         "full_recall_pages": sum(r >= 1.0 for r in recalls),
@@ -328,8 +355,8 @@ def report(systems: list[System], seconds: float, n_pages: int) -> dict[str, Any
     sums = {s.name: summary(s) for s in systems}
     print(f"\n{n_pages} pages, {seconds:.0f} s; ms = median of {RUNS} runs after a warm-up")
     print(
-        f"{'system':<34}{'pages':>6}{'tok med':>9}{'tok p90':>9}{'recall':>8}{'r mean':>8}"
-        f"{'ms med':>8}{'ms p90':>8}{'errors':>7}"
+        f"{'system':<34}{'pages':>6}{'tok med':>9}{'tok p90':>9}{'r min':>7}{'r med':>7}"
+        f"{'r mean':>8}{'ms med':>8}{'ms p90':>8}{'errors':>7}"
     )
     for s in systems:
         m = sums[s.name]
@@ -338,8 +365,8 @@ def report(systems: list[System], seconds: float, n_pages: int) -> dict[str, Any
             continue
         print(
             f"{s.name:<34}{m['pages']:>6}{m['tokens_median']:>9.0f}{m['tokens_p90']:>9.0f}"
-            f"{m['recall_median']:>8.3f}{m['recall_mean']:>8.3f}{m['ms_median']:>8.1f}"
-            f"{m['ms_p90']:>8.1f}{m['errors']:>7}"
+            f"{m['recall_min']:>7.3f}{m['recall_median']:>7.3f}{m['recall_mean']:>8.3f}"
+            f"{m['ms_median']:>8.1f}{m['ms_p90']:>8.1f}{m['errors']:>7}"
         )
         if m["unresolved_refs"]:
             print(f"{'':<34}({m['unresolved_refs']} refs no longer resolved; counted as misses)")
@@ -353,8 +380,19 @@ def report(systems: list[System], seconds: float, n_pages: int) -> dict[str, Any
             )
     if "in_page_ms_median" in ours:
         print(f"xclaw in-page snapshot time (stats.ms): median {ours['in_page_ms_median']:.1f} ms")
+    misses(systems[0])
     verdict = target(ours, sums[systems[2].name])
     return {"summary": sums, "target": verdict, "seconds": seconds}
+
+
+def misses(system: System) -> None:
+    """Every page where a baseline element got no handle, with a few of the elements."""
+    short = {k: r for k, r in system.results.items() if r.baseline and r.matched < r.baseline}
+    print(f"{system.name}: {len(short)} pages miss a baseline element")
+    for name, r in sorted(short.items()):
+        print(f"  {name}: {r.baseline - r.matched}/{r.baseline} missed")
+        for html in r.missed[:3]:
+            print(f"    {html}")
 
 
 def target(ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, Any]:
@@ -370,10 +408,11 @@ def target(ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, Any]:
     else:
         print(f"  tokens: not measured ({peer.get('unavailable') or 'a system has no results'})")
     if ours["pages"]:
-        checks["recall"] = ours["recall_median"] >= 1.0
+        checks["recall"] = ours["recall_min"] >= 1.0
         print(
-            f"  recall: median {ours['recall_median']:.3f} (mean {ours['recall_mean']:.3f}, "
-            f"{ours['full_recall_pages']}/{ours['recall_pages']} pages complete) -> "
+            f"  recall (every page): min {ours['recall_min']:.3f}, median "
+            f"{ours['recall_median']:.3f}, mean {ours['recall_mean']:.3f}, "
+            f"{ours['full_recall_pages']}/{ours['recall_pages']} pages complete -> "
             f"{'met' if checks['recall'] else 'NOT met'}"
         )
         checks["ms"] = ours["ms_median"] < 50

@@ -34,6 +34,8 @@ def _isolated_dirs(
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.delenv("XCLAW_MODEL", raising=False)
+    monkeypatch.delenv("XCLAW_DATABASE_URL", raising=False)
+    monkeypatch.delenv("XCLAW_REDIS_URL", raising=False)  # tests choose their store
 
 
 @pytest.fixture

@@ -6,11 +6,12 @@ Secrets never live here; they come from the environment.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from xclaw.core.errors import ConfigError
 from xclaw.core.limits import Limits
@@ -88,6 +89,179 @@ class PatchConfig(BaseModel):
     editable_lockfiles: list[str] = Field(default_factory=list)  # e.g. [Cargo.lock]
 
 
+_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class ChronosJobConfig(BaseModel):
+    """A scheduled unattended run (``xclaw chronos``); the schedule is checked by chronos."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=_NAME)
+    schedule: str = Field(min_length=1)  # 5-field cron, 6 with seconds first, or @daily ...
+    timezone: str = "UTC"
+    task: str = Field(min_length=1)
+    model: str | None = None
+    channel: str | None = None  # the notify target the run's `notify` tool uses
+    enabled: bool = True
+    max_steps: int = Field(15, ge=1, le=1000)
+    missed: Literal["skip", "run_once"] = "skip"
+    directory: str | None = None  # project root of the run (default: the command's -C)
+
+
+class ChronosHookConfig(BaseModel):
+    """``POST /hooks/<name>``: who may call it and the task a delivery becomes."""
+
+    model_config = ConfigDict(extra="forbid")
+    auth: Literal["github", "bearer"] = "github"  # HMAC-SHA256 X-Hub-Signature-256, or token
+    secret_env: str = Field(pattern=_ENV_NAME)  # the secret's variable (environment or .env)
+    task: str = Field(min_length=1)  # template: {{payload.path}} fields, inserted as data
+    model: str | None = None
+    channel: str | None = None
+    max_steps: int = Field(15, ge=1, le=1000)
+    max_body_bytes: int = Field(256 * 1024, ge=1, le=16 * 1024 * 1024)
+    delivery_header: str | None = "X-GitHub-Delivery"  # required and remembered when set
+    replay_window_s: float = Field(24 * 3600.0, gt=0)
+    timestamp_header: str | None = None  # unix seconds; required when set
+    timestamp_tolerance_s: float = Field(300.0, gt=0)
+    directory: str | None = None
+
+
+class ChronosTargetConfig(BaseModel):
+    """Where ``notify`` sends: URLs and signing secrets come from the environment."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["stdout", "channel", "feishu", "webhook"]
+    url_env: str | None = Field(None, pattern=_ENV_NAME)  # feishu / webhook: the URL
+    secret_env: str | None = Field(None, pattern=_ENV_NAME)  # feishu signing / webhook bearer
+    channel: str | None = None  # channel: a gateway chat channel (feishu, telegram, qq)
+    peer: str | None = None  # channel: the chat (id) to post to
+
+
+class ChronosSubscriptionConfig(BaseModel):
+    """Events (``chronos.finished`` ...) from a source (job id, ``hook:NAME``) starts a
+    notification (``notify: TARGET``) or an agent run (``task: TEMPLATE``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    events: list[str] = Field(min_length=1)  # not "on": YAML reads a bare on as true
+    source: str | None = None
+    notify: str | None = None
+    message: str = "{{event.type}} {{event.source}}: {{event.status}}\n{{event.reply}}"
+    task: str | None = None
+    model: str | None = None
+    max_steps: int = Field(15, ge=1, le=1000)
+
+
+class ChronosConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    jobs: list[ChronosJobConfig] = Field(default_factory=list)
+    hooks: dict[str, ChronosHookConfig] = Field(default_factory=dict)
+    targets: dict[str, ChronosTargetConfig] = Field(default_factory=dict)
+    subscriptions: list[ChronosSubscriptionConfig] = Field(default_factory=list)
+    stop_timeout_s: float = Field(30.0, ge=0)  # SIGTERM: wait this long, then checkpoint
+    notify_attempts: int = Field(5, ge=1, le=20)
+    notify_backoff_s: float = Field(1.0, ge=0)
+
+
+_ALLOW_HOST = re.compile(r"^(?:https?://)?(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?/?$")
+
+
+class BrowsingConfig(BaseModel):
+    """What the browser tools may open without asking; only the user config may say so."""
+
+    model_config = ConfigDict(extra="forbid")
+    # ``host:port`` (or ``host``) on loopback or a private network, e.g. ``localhost:3000``.
+    allow_hosts: list[str] = Field(default_factory=list)
+
+    @field_validator("allow_hosts")
+    @classmethod
+    def _hosts(cls, hosts: list[str]) -> list[str]:
+        bad = [h for h in hosts if not _ALLOW_HOST.match(h.strip())]
+        if bad:
+            raise ValueError(f"not a host or host:port: {', '.join(map(repr, bad))}")
+        return [h.strip() for h in hosts]
+
+
+class ObservabilityConfig(BaseModel):
+    """Traces (OpenTelemetry) of every run; see xclaw.obs. Only the user config may set it:
+    a project file must not send a run's traces to an endpoint of its choosing."""
+
+    model_config = ConfigDict(extra="forbid")
+    # Collector base URL (as OTEL_EXPORTER_OTLP_ENDPOINT; /v1/traces is appended).
+    otlp_endpoint: str | None = Field(None, pattern=r"^https?://[^\s]+$")
+    service_name: str = Field("xclaw", min_length=1, max_length=100)
+    console: bool = False  # spans, readable, on stderr
+    json_file: str | None = None  # spans as JSON lines appended to this file
+
+
+class StoreConfig(BaseModel):
+    """Where sessions are stored; see xclaw.store.open. Only the user config may set it: a
+    project file must not send your sessions to a database of its choosing."""
+
+    model_config = ConfigDict(extra="forbid")
+    # postgresql://user:password@host:5432/db; unset: SQLite in the data dir.
+    # XCLAW_DATABASE_URL overrides it.
+    url: str | None = Field(None, pattern=r"^postgres(?:ql)?(?:\+psycopg)?://[^\s]+$")
+
+
+class GatewayConfig(BaseModel):
+    """Several gateway instances (xclaw.gateway.fanout). Only the user config may set it: a
+    project file must not send your sessions' traffic to a server of its choosing."""
+
+    model_config = ConfigDict(extra="forbid")
+    # redis://[:password@]host:6379/0 (or rediss://); unset: one process.
+    # XCLAW_REDIS_URL overrides it.
+    redis_url: str | None = Field(None, pattern=r"^rediss?://[^\s]+$")
+
+
+# memory: the section of xclaw.memory (weights, embedder, recall, extraction); the models live
+# here, with the other sections, so loading the config never imports the memory package.
+class EmbedderConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    provider: Literal["local", "openai"] = "local"
+    model: str = "text-embedding-3-small"  # openai only
+    base_url: str = "https://api.openai.com/v1"  # any OpenAI-compatible endpoint
+    api_key_env: str | None = "OPENAI_API_KEY"
+    dim: int = Field(1536, ge=1)
+    cache: bool = True
+
+
+class MilvusConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    uri: str | None = None  # a server URI; unset: a milvus-lite file in the data dir
+    token_env: str | None = None
+    collection: str = Field("xclaw_memory", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
+
+
+class RecallConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    top_k: int = Field(5, ge=1, le=50)
+    window_fraction: float = Field(0.05, gt=0, le=0.5)  # share of the model's window
+    max_tokens: int = Field(1_500, ge=50)  # and never more than this
+    min_score: float = Field(0.1, ge=0, le=1)  # hybrid score; unrelated text scores ~0.05
+
+
+class ExtractConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    timeout_s: float = Field(120.0, gt=0)
+    max_facts: int = Field(10, ge=1, le=50)
+    duplicate_similarity: float = Field(0.92, gt=0, le=1)
+
+
+class MemoryConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    backend: Literal["sqlite", "milvus"] = "sqlite"
+    path: str | None = None  # sqlite file; unset: <data dir>/memory/memory.db
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    milvus: MilvusConfig = Field(default_factory=MilvusConfig)
+    vector_weight: float = Field(0.7, ge=0, le=1)
+    keyword_weight: float = Field(0.3, ge=0, le=1)
+    recall: RecallConfig = Field(default_factory=RecallConfig)
+    extract: ExtractConfig = Field(default_factory=ExtractConfig)
+
+
 class XclawConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str | None = None
@@ -96,6 +270,14 @@ class XclawConfig(BaseModel):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     checks: dict[str, CheckConfig] = Field(default_factory=dict)
     patch: PatchConfig = Field(default_factory=PatchConfig)
+    browsing: BrowsingConfig = Field(default_factory=BrowsingConfig)
+    chronos: ChronosConfig = Field(default_factory=ChronosConfig)
+    agents: dict[str, Any] = Field(default_factory=dict)  # validated by xclaw.agents.config
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    mcp: dict[str, Any] = Field(default_factory=dict)  # validated by xclaw.mcp.settings
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -140,11 +322,26 @@ def load_config(project: Path | None = None) -> XclawConfig:
                 "--approval allow.",
             )
         _refuse_weakening_sandbox(project / "xclaw.yaml", local.get("sandbox"))
-        for key in ("checks", "patch"):
+        for key in (
+            "checks",
+            "patch",
+            "chronos",
+            "browsing",
+            "observability",
+            "mcp",
+            "memory",
+            "store",
+            "gateway",
+        ):
             if key not in local:
                 continue
-            # A check is a command xclaw runs unasked, and patch settings widen what a job may
-            # edit: only the user may give them.
+            # A check is a command xclaw runs unasked, patch settings widen what a job may
+            # edit, chronos starts unattended runs and browsing settings widen what the
+            # browser opens unasked, observability sends traces away: only the user may
+            # give them; mcp servers are programs xclaw starts (a project's own go in
+            # .mcp.json, used once the user trusts them); memory settings choose where your
+            # memories and an embeddings key are sent; store chooses where your sessions go,
+            # gateway where their traffic goes.
             raise ConfigError(
                 f"{project / 'xclaw.yaml'} defines {key}, which a project file may not do.",
                 code="CONFIG_UNSAFE",

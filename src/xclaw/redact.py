@@ -47,6 +47,10 @@ _SECRET_ENV_NAMES = frozenset(
         "GOOGLE_APPLICATION_CREDENTIALS",
         "GOOGLE_API_KEY",
         "SENTRY_DSN",
+        "XCLAW_DATABASE_URL",  # postgresql://user:password@host/db
+        "XCLAW_REDIS_URL",
+        "DATABASE_URL",
+        "REDIS_URL",
         "DB_PASS",
         "MYSQL_PWD",
         "PGPASSWORD",

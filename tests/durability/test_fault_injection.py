@@ -14,6 +14,10 @@ uninterrupted run (seeded; the seed is printed), then resumes it. What we accept
   finishes the script.
 
 Every trial also checks the recorded transcript and step numbering.
+
+The test runs on SQLite (each trial its own data dir and database) and on PostgreSQL (every
+trial's run and resume in one database on a throwaway server, told apart by project root),
+with fewer trials there (``XCLAW_FAULT_TRIALS_PG``) to keep the suite short.
 """
 
 from __future__ import annotations
@@ -35,10 +39,13 @@ from typer.testing import CliRunner
 
 from xclaw.cli.app import app
 from xclaw.store.base import LedgerEntry, SessionRecord
-from xclaw.store.sqlite import SqliteStore, open_store
+from xclaw.store.open import DATABASE_URL_ENV, open_store
+from xclaw.store.postgres import PostgresStore
+from xclaw.store.sqlite import SqliteStore
 
 SEED = int(os.environ.get("XCLAW_FAULT_SEED", "20240607"))
 TRIALS = int(os.environ.get("XCLAW_FAULT_TRIALS", "52"))
+TRIALS_PG = int(os.environ.get("XCLAW_FAULT_TRIALS_PG", "12"))
 GROUPS = 7
 SEED_TEXT = "seed file: copied by cp, never changed\n"
 TASK = "Record journal lines, folders and copies for the project."
@@ -138,7 +145,16 @@ def assert_any_prefix(found: list[float]) -> None:
     assert_prefix(found, done)
 
 
-def check_transcript(store: SqliteStore, sid: str, *, finished: bool) -> None:
+AnyStore = SqliteStore | PostgresStore
+
+
+def trial_store(data: Path) -> AnyStore:
+    """The store a trial's processes used: PostgreSQL when the test set its URL, else the
+    SQLite file in the trial's data dir."""
+    return open_store(None if os.environ.get(DATABASE_URL_ENV) else data / "xclaw" / "xclaw.db")
+
+
+def check_transcript(store: AnyStore, sid: str, *, finished: bool) -> None:
     items = store.load_items(sid)
     assert [i.seq for i in items] == list(range(1, len(items) + 1))
     keys = [(i.turn, json.dumps(i.payload, sort_keys=True)) for i in items]
@@ -268,7 +284,7 @@ def classify(session: SessionRecord | None, ledger: list[LedgerEntry]) -> str:
     return "between tools"
 
 
-def settle_paused(store: SqliteStore, t: Trial, sid: str, at: LedgerEntry) -> str:
+def settle_paused(store: AnyStore, t: Trial, sid: str, at: LedgerEntry) -> str:
     """The pause must name the interrupted call; decide it, finish and check the counts."""
     index = [e.call_id for e in EFFECTS].index(at.call_id)
     before = counts(t.root)
@@ -290,7 +306,7 @@ def settle_paused(store: SqliteStore, t: Trial, sid: str, at: LedgerEntry) -> st
     return "paused, then retried" if retry else "paused, then skipped"
 
 
-def settle(store: SqliteStore, t: Trial) -> tuple[str, str, str]:
+def settle(store: AnyStore, t: Trial) -> tuple[str, str, str]:
     """Resume one killed trial: (where the kill landed, the recorded phase, how it ended)."""
     found = store.list_sessions(root=str(t.root), limit=1)
     session = found[0] if found else None
@@ -331,7 +347,7 @@ def measure_baseline(base: Path, script: Path) -> tuple[float, float]:
     ended = time.monotonic()
     assert proc.returncode == 0, err.decode()
     assert counts(t.root) == [1] * len(EFFECTS)
-    with open_store(t.data / "xclaw" / "xclaw.db") as store:
+    with trial_store(t.data) as store:
         (session,) = store.list_sessions(root=str(t.root))
         check_transcript(store, session.id, finished=True)
     return ended - spawned, ended - started
@@ -345,7 +361,7 @@ def run_trials(trials: list[Trial], script: Path) -> list[Counter[str]]:
             t = fut.result()
             clock = "spawn" if t.from_spawn else "run start"
             try:
-                with open_store(t.data / "xclaw" / "xclaw.db") as store:
+                with trial_store(t.data) as store:
                     found = settle(store, t)
             except AssertionError as err:
                 raise AssertionError(
@@ -357,7 +373,8 @@ def run_trials(trials: list[Trial], script: Path) -> list[Counter[str]]:
 
 
 @pytest.mark.timeout(600)  # about a minute on two idle cores; more when the machine is busy
-def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
+def test_sigkill_at_random_points_then_resume(backend: str, tmp_path: Path) -> None:
+    trials_n = TRIALS_PG if backend == "postgres" else TRIALS
     script = tmp_path / "script.jsonl"
     script.write_text("".join(json.dumps(t) + "\n" for t in TURNS))
     assert len(EFFECTS) >= 20
@@ -367,16 +384,17 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
     # over a second here and would otherwise soak up most kills); every fourth trial is
     # timed from spawn so that kills during start-up are covered too.
     trials = []
-    for i in range(TRIALS):
+    for i in range(trials_n):
         from_spawn = i % 4 == 0
         delay = rng.uniform(0, total_s if from_spawn else run_s)
         trials.append(new_trial(tmp_path, i, delay, from_spawn))
     print(
-        f"\nfault injection: seed {SEED}, {TRIALS} trials, {len(EFFECTS)} side effects; "
+        f"\nfault injection ({backend}): seed {SEED}, {trials_n} trials, "
+        f"{len(EFFECTS)} side effects; "
         f"uninterrupted run {run_s * 1000:.0f} ms ({total_s * 1000:.0f} ms with start-up)"
     )
     where, phases, outcomes = run_trials(trials, script)
     print("kills landed:", dict(where.most_common()))
     print("session phase recorded at the kill:", dict(phases.most_common()))
     print("outcomes:", dict(outcomes.most_common()))
-    assert sum(where.values()) == TRIALS
+    assert sum(where.values()) == trials_n

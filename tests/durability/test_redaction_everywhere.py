@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +24,19 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from pg_support import raw_rows
 from xclaw import Agent, Limits, Risk, ScriptedModel, ToolResult, tool
 from xclaw.cli.app import app
 from xclaw.cli.render import LiveView
 from xclaw.core.events import Event
 from xclaw.redact import load_environment_secrets
 from xclaw.store.export import FORMATS
-from xclaw.store.sqlite import open_store
+from xclaw.store.open import open_store
+from xclaw.store.postgres import PostgresStore
+from xclaw.store.sqlite import SqliteStore
 from xclaw.tools.base import ToolContext
+
+pytestmark = pytest.mark.usefixtures("backend")  # each test on SQLite and on PostgreSQL
 
 OPENAI = "sk-proj-Q7wErTyUiOpAsDfGhJkLzXcV"
 GITHUB = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -102,10 +105,9 @@ def script_turns() -> list[dict[str, Any] | str]:
     ]
 
 
-def trace_and_log_rows(db_path: Path) -> str:
-    with closing(sqlite3.connect(db_path)) as db:
-        rows = [*db.execute("SELECT * FROM steps"), *db.execute("SELECT * FROM events")]
-        rows += list(db.execute("SELECT id, meta FROM sessions"))
+def trace_and_log_rows(store: SqliteStore | PostgresStore) -> str:
+    rows = [*raw_rows(store, "SELECT * FROM steps"), *raw_rows(store, "SELECT * FROM events")]
+    rows += raw_rows(store, "SELECT id, meta FROM sessions")
     return "\n".join(map(repr, rows))
 
 
@@ -143,9 +145,8 @@ def finished_run(
 def test_store_traces_and_logs_hold_no_keys(finished_run: tuple[Path, str, str]) -> None:
     _, sid, _ = finished_run
     with open_store() as store:
-        db_path = store.path
         assert store.list_steps(sid) and store.list_events(sid)
-    text = trace_and_log_rows(db_path)
+        text = trace_and_log_rows(store)
     assert "[REDACTED]" in text
     assert leaks(text) == []
 

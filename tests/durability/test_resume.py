@@ -8,17 +8,16 @@ the assistant's tool call, the ledger row is in the phase under test), then resu
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from pg_support import raw_rows
 from xclaw import Agent, FunctionModel, Limits, ModelTurn, Risk, ScriptedModel, ToolResult, tool
 from xclaw.cli.app import app
 from xclaw.coding.prompt import SYSTEM_PROMPT, task_message
@@ -37,11 +36,14 @@ from xclaw.store.base import (
     TranscriptItem,
     WriteBatch,
 )
-from xclaw.store.sqlite import SqliteStore, open_store
+from xclaw.store.open import open_store
+from xclaw.store.postgres import PostgresStore
+from xclaw.store.sqlite import SqliteStore
 from xclaw.store.transcript import message_to_items
 from xclaw.tools.base import Tool, ToolContext
 
 TASK = "Apply the labels."
+pytestmark = pytest.mark.usefixtures("backend")  # each test on SQLite and on PostgreSQL
 
 
 def counting_tools(counter: Counter[str]) -> list[Tool]:
@@ -98,7 +100,7 @@ def _text(msg: Message) -> str:
 
 
 def interrupted_session(
-    store: SqliteStore,
+    store: SqliteStore | PostgresStore,
     root: Path,
     name: str,
     phase: LedgerPhase,
@@ -151,7 +153,7 @@ def interrupted_session(
 
 def agent_for(
     root: Path,
-    store: SqliteStore,
+    store: SqliteStore | PostgresStore,
     counter: Counter[str],
     fn: Recording,
     approval: Any = "deny",
@@ -168,12 +170,14 @@ def agent_for(
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    with open_store(tmp_path / "db" / "xclaw.db") as s:
+def store(backend: str, tmp_path: Path) -> Iterator[SqliteStore | PostgresStore]:
+    with open_store(None if backend == "postgres" else tmp_path / "db" / "xclaw.db") as s:
         yield s
 
 
-async def test_completed_not_sent_sends_the_saved_result(root: Path, store: SqliteStore) -> None:
+async def test_completed_not_sent_sends_the_saved_result(
+    root: Path, store: SqliteStore | PostgresStore
+) -> None:
     saved = ToolResult.success("wrote A (saved before the crash)", label="A")
     sid = interrupted_session(store, root, "count.write", "completed", result=saved)
     counter: Counter[str] = Counter()
@@ -187,7 +191,9 @@ async def test_completed_not_sent_sends_the_saved_result(root: Path, store: Sqli
 
 
 @pytest.mark.parametrize("answer", ["once", "deny"])
-async def test_prepared_only_asks_again(root: Path, store: SqliteStore, answer: Answer) -> None:
+async def test_prepared_only_asks_again(
+    root: Path, store: SqliteStore | PostgresStore, answer: Answer
+) -> None:
     sid = interrupted_session(store, root, "count.danger", "prepared")
     counter: Counter[str] = Counter()
     approver = AskingApprover(answer)
@@ -201,7 +207,7 @@ async def test_prepared_only_asks_again(root: Path, store: SqliteStore, answer: 
     assert ("APPROVAL_DENIED" in sent) == (answer == "deny")
 
 
-async def test_started_read_only_runs_again(root: Path, store: SqliteStore) -> None:
+async def test_started_read_only_runs_again(root: Path, store: SqliteStore | PostgresStore) -> None:
     sid = interrupted_session(store, root, "count.read", "started", read_only=True)
     counter: Counter[str] = Counter()
     model = Recording()
@@ -211,7 +217,9 @@ async def test_started_read_only_runs_again(root: Path, store: SqliteStore) -> N
     assert "read A" in "\n".join(model.first_texts)
 
 
-async def test_started_write_pauses_without_a_decision(root: Path, store: SqliteStore) -> None:
+async def test_started_write_pauses_without_a_decision(
+    root: Path, store: SqliteStore | PostgresStore
+) -> None:
     sid = interrupted_session(store, root, "count.write", "started")
     counter: Counter[str] = Counter()
     model = Recording()
@@ -230,7 +238,7 @@ async def test_started_write_pauses_without_a_decision(root: Path, store: Sqlite
 
 
 async def test_fresh_context_still_settles_interrupted_calls(
-    root: Path, store: SqliteStore
+    root: Path, store: SqliteStore | PostgresStore
 ) -> None:
     sid = interrupted_session(store, root, "count.write", "started")
     counter: Counter[str] = Counter()
@@ -249,7 +257,7 @@ async def test_fresh_context_still_settles_interrupted_calls(
     [("retry", "deny", 1), ("skip", "once", 0), ("ask", "once", 1), ("ask", "deny", 0)],
 )
 async def test_started_write_decided(
-    root: Path, store: SqliteStore, choice: Any, answer: Answer, runs: int
+    root: Path, store: SqliteStore | PostgresStore, choice: Any, answer: Answer, runs: int
 ) -> None:
     sid = interrupted_session(store, root, "count.write", "started")
     counter: Counter[str] = Counter()
@@ -271,7 +279,9 @@ async def test_started_write_decided(
     assert entry.phase == "result_sent"
 
 
-async def test_resume_reminder_is_sent_and_recorded(root: Path, store: SqliteStore) -> None:
+async def test_resume_reminder_is_sent_and_recorded(
+    root: Path, store: SqliteStore | PostgresStore
+) -> None:
     saved = ToolResult.success("wrote A")
     sid = interrupted_session(store, root, "count.write", "completed", result=saved)
     model = Recording()
@@ -288,7 +298,9 @@ async def test_resume_reminder_is_sent_and_recorded(root: Path, store: SqliteSto
     assert len(alerts) == 1 and alerts[0].input == {"text": RESUME_REMINDER}
 
 
-async def test_finished_session_is_not_resumed(root: Path, store: SqliteStore) -> None:
+async def test_finished_session_is_not_resumed(
+    root: Path, store: SqliteStore | PostgresStore
+) -> None:
     model = Recording()
     agent = agent_for(root, store, Counter(), model)
     done = await agent.run(TASK)
@@ -314,7 +326,7 @@ def test_cli_refuses_to_resume_a_finished_session(root: Path, tmp_path: Path) ->
 
 
 async def test_paused_session_with_pending_approval_asks_again(
-    root: Path, store: SqliteStore
+    root: Path, store: SqliteStore | PostgresStore
 ) -> None:
     sid = interrupted_session(store, root, "count.danger", "prepared", state="paused")
     counter: Counter[str] = Counter()
@@ -334,15 +346,14 @@ def _write_turns(n: int) -> list[dict[str, Any]]:
     ]
 
 
-def _checkpoint_turns(store: SqliteStore, sid: str) -> list[int]:
-    with closing(sqlite3.connect(store.path)) as db:
-        rows = db.execute(
-            "SELECT turn FROM checkpoints WHERE session_id = ? ORDER BY turn", (sid,)
-        ).fetchall()
+def _checkpoint_turns(store: SqliteStore | PostgresStore | PostgresStore, sid: str) -> list[int]:
+    rows = raw_rows(store, "SELECT turn FROM checkpoints WHERE session_id = ? ORDER BY turn", sid)
     return [r[0] for r in rows]
 
 
-async def test_checkpoints_every_n_turns_and_fresh_context(root: Path, store: SqliteStore) -> None:
+async def test_checkpoints_every_n_turns_and_fresh_context(
+    root: Path, store: SqliteStore | PostgresStore
+) -> None:
     model = ScriptedModel([*_write_turns(5), "written"])
     agent = Agent(model, root, store=store, checkpoint_every=2, limits=Limits(max_turns=5))
     stopped = await agent.run("write five files")
@@ -374,7 +385,7 @@ def _label_turns(labels: str) -> list[dict[str, Any] | str]:
 
 @pytest.mark.parametrize("fresh", [False, True])
 async def test_scripted_model_continues_where_it_stopped(
-    root: Path, store: SqliteStore, fresh: bool
+    root: Path, store: SqliteStore | PostgresStore, fresh: bool
 ) -> None:
     counter: Counter[str] = Counter()
     tools = counting_tools(counter)
@@ -403,7 +414,7 @@ async def test_scripted_model_continues_where_it_stopped(
     assert calls == ["A", "B", "C", "D"]
 
 
-async def test_unknown_session_is_coded(root: Path, store: SqliteStore) -> None:
+async def test_unknown_session_is_coded(root: Path, store: SqliteStore | PostgresStore) -> None:
     agent = agent_for(root, store, Counter(), Recording())
     with pytest.raises(ConfigError) as err:
         await agent.resume("no-such-session")

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner, Result
 
-from xclaw import dirs
+from pg_support import raw_rows
 from xclaw.cli.app import app
 from xclaw.store.base import SessionRecord, StepRecord
-from xclaw.store.sqlite import open_store
+from xclaw.store.open import open_store
 
 TASK = "Record the notes."
 TABLES = ("items", "steps", "ledger", "events", "checkpoints")
+pytestmark = pytest.mark.usefixtures("backend")  # each test on SQLite and on PostgreSQL
 
 
 def cli(*args: str) -> Result:
@@ -84,11 +84,11 @@ def llm_step(sid: str, turn: int) -> str:
 
 
 def dump_session(sid: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of one session, straight from the SQLite file."""
-    with closing(sqlite3.connect(dirs.data_dir() / "xclaw.db")) as db:
-        out = {"sessions": db.execute("SELECT * FROM sessions WHERE id = ?", (sid,)).fetchall()}
+    """Every row of one session, straight from the database with the plain driver."""
+    with open_store() as store:
+        out = {"sessions": raw_rows(store, "SELECT * FROM sessions WHERE id = ?", sid)}
         for table in TABLES:
-            rows = db.execute(f"SELECT * FROM {table} WHERE session_id = ?", (sid,)).fetchall()
+            rows = raw_rows(store, f"SELECT * FROM {table} WHERE session_id = ?", sid)
             out[table] = sorted(rows, key=repr)
     return out
 

@@ -21,8 +21,9 @@ from typer.testing import CliRunner, Result
 
 from xclaw.cli.app import app
 from xclaw.store.base import SessionRecord
-from xclaw.store.sqlite import open_store
+from xclaw.store.open import open_store
 
+pytestmark = pytest.mark.usefixtures("backend")  # each test on SQLite and on PostgreSQL
 WIDE = {"COLUMNS": "250"}  # rich tables keep whole ids and roots on a wide terminal
 
 

@@ -9,7 +9,7 @@ from xclaw import Agent
 from xclaw.models.text.model import TextProtocolModel
 from xclaw.models.text.protocol import render_reply
 from xclaw.models.text.transport import ScriptedTransport
-from xclaw.store.sqlite import open_store
+from xclaw.store.open import open_store
 
 PROTOCOL_MARKERS = (
     "<agent_response",
@@ -20,14 +20,16 @@ PROTOCOL_MARKERS = (
 )
 
 
-async def test_xml_transport_never_reaches_the_transcript(root: Path, tmp_path: Path) -> None:
+async def test_xml_transport_never_reaches_the_transcript(
+    backend: str, root: Path, tmp_path: Path
+) -> None:
     replies = [
         "<agent_response><done>false</done>",  # malformed: asked to resend
         render_reply(False, "Writing a.txt.", "fs.write", {"path": "a.txt", "content": "hi"}),
         render_reply(True, "Wrote a.txt."),
     ]
     transport = ScriptedTransport(replies)
-    store = open_store(tmp_path / "x.db")
+    store = open_store(None if backend == "postgres" else tmp_path / "x.db")
     agent = Agent(TextProtocolModel(transport), root, store=store, evidence_gate_enabled=False)
     result = await agent.run("write a.txt")
     assert result.ok and (root / "a.txt").read_text() == "hi"

@@ -1,6 +1,8 @@
 """The web UI end to end in real headless Chromium (issue 10): log in with the token, chat, see
 the live delta, approve a command in the page, see its output and the final answer, reload and
-find the session again; a wrong token shows an error and no session list.
+find the session again with its tool card rebuilt from the stored transcript, fork it from the
+tool call's step (the fork opens) and roll the fork back; a wrong token shows an error and no
+session list. The Changes view is in ``test_web_ui_review.py``.
 
 The gateway is the real one (``xclaw.gateway.server``) on a free loopback port, with a
 ``ScriptedModel`` whose first turn runs ``sh -c ...`` (inline code: the policy asks) and whose
@@ -144,8 +146,51 @@ async def test_chat_approve_reload(root: Path) -> None:
         await expect(item).to_have_attribute("aria-current", "true")
         await expect(page.locator(".msg-user .msg-text")).to_contain_text("Please run the check.")
         await expect(page.locator(".msg-assistant").last).to_contain_text(MARK)
-        await page.locator("#steps summary").click()  # the step tree, read-only
+        # the tool card is rebuilt from the stored transcript: name, arguments, result
+        card = page.locator(".tool")
+        await expect(card).to_have_count(1)
+        await expect(card.locator(".tool-name")).to_have_text("terminal.exec")
+        await expect(card.locator(".tool-args")).to_contain_text(f"echo {MARK}")
+        await expect(card.locator(".tool-status")).to_have_text("done")
+        await expect(card.locator(".tool-result")).to_contain_text(MARK)
+        await expect(card).to_have_class("tool from-history ok")
+        await page.locator("#steps summary").click()
         await expect(page.locator("#step-tree")).to_contain_text("terminal.exec")
+
+        # fork from the tool call's step: the new session opens with the history up to it
+        name = page.locator(".step-name", has_text="tool_call terminal.exec")
+        step_id = await name.evaluate("n => n.parentElement.dataset.stepId")
+        tool_step = f'li.step[data-step-id="{step_id}"]'
+        await page.locator(f"{tool_step} > .step-actions > .step-fork").click()
+        confirm = page.locator(f"{tool_step} > .step-confirm")
+        await expect(confirm).to_contain_text(f"up to and including {step_id}")
+        await confirm.locator(".confirm-yes").click()
+        await expect(page.locator("#steps-result")).to_contain_text("Forked " + session_id)
+        forked = await page.evaluate("sessionStorage.getItem('xclaw.sessionId')")
+        assert forked and forked != session_id
+        new_item = page.locator(f'.session-item[data-session-id="{forked}"]')
+        await expect(new_item).to_have_attribute("aria-current", "true")
+        await expect(page.locator(".tool .tool-result")).to_contain_text(MARK)
+        await expect(page.locator("#messages")).not_to_contain_text("The check printed")
+        await expect(page.locator("#messages")).to_contain_text("Please run the check.")
+
+        # rollback in the fork: its tool call step and everything after it leave the history
+        fork_steps = page.locator("#step-tree li.step")
+        count = await fork_steps.count()
+        await page.locator(f"{tool_step} > .step-actions > .step-rollback").click()
+        confirm = page.locator(f"{tool_step} > .step-confirm")
+        await expect(confirm).to_contain_text(f"before {step_id}")
+        await confirm.locator(".confirm-yes").click()
+        await expect(page.locator("#steps-result")).to_contain_text(f"Rewound to before {step_id}")
+        # the call (its model step) stays; its result (the tool step) is gone
+        await expect(page.locator(".tool .tool-status")).to_have_text("no result recorded")
+        await expect(page.locator(".tool .tool-result")).to_be_hidden()
+        await expect(page.locator(tool_step)).to_have_count(0)
+        assert await fork_steps.count() < count
+        # the original session is untouched
+        await item.click()
+        await expect(page.locator(".tool .tool-result")).to_contain_text(MARK)
+        await expect(page.locator(".msg.msg-assistant").last).to_contain_text("The check printed")
 
         await page.locator("#session-search").fill("no-such-words-here")
         await expect(item).to_have_count(0)

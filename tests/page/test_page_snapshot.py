@@ -39,9 +39,13 @@ async def test_skips_hidden_and_meaningless_nodes_and_shows_runtime_state(
 ) -> None:
     await open_fixture(driver, "structure.html")
     text = (await driver.snapshot()).text
-    for absent in ("svg text", "No script", "In template", "ignored", "unused", "Hidden by"):
+    for absent in ("svg text", "No script", "In template", "ignored", "unused"):
         assert absent not in text
-    assert "Zero size" not in text
+    assert "Hidden by display" not in text and "Hidden by visibility" not in text
+    # Transparent, or clipped by an empty box: the control is listed (it is in the page and
+    # Playwright counts it visible) but marked, its surroundings are not.
+    assert re.search(r'\[button\] "Hidden by opacity" hidden #', text)
+    assert re.search(r'\[button\] "Zero size" hidden #', text)
     assert "checked" in line_of(text, "type=checkbox")
     assert 'val="typed value"' in text  # the property, not the value attribute
     assert "disabled" in line_of(text, 'val="d"')
@@ -74,16 +78,26 @@ async def test_layout_pruning_and_collapsed_groups(
 async def test_budgets_leave_notes(driver: PageDriver, open_fixture: OpenFixture) -> None:
     await open_fixture(driver, "structure.html")
     snap = await driver.snapshot()
-    assert "  ... (30 children omitted)" in snap.text  # 60 rows, maxChildren 30
-    assert '"Edit 30"' in snap.text and '"Edit 31"' not in snap.text
-    assert "Deep button" not in snap.text and not snap.stats.truncated
+    # 60 rows, maxChildren 30: rows 31-60 keep their buttons (never cut) but not their text
+    assert "  ... (30 more shown by their controls only)" in snap.text
+    assert '"Row 30' in snap.text and '"Row 31' not in snap.text
+    assert '"Edit 30"' in snap.text and '"Edit 31"' in snap.text and '"Edit 60"' in snap.text
+    # the button 13 levels down is hoisted (past maxDepth only controls are kept)
+    assert '[button] "Deep button"' in snap.text and not snap.stats.truncated
+    assert "Level 9" not in snap.text and "Level 12" not in snap.text
     deep = await driver.snapshot(SnapshotOptions(max_depth=30))
-    assert "Deep button" in deep.text
+    assert "Deep button" in deep.text and "Level 12" in deep.text
+    # the node budget cuts text and structure, never a control
     small = await driver.snapshot(SnapshotOptions(max_nodes=12))
-    assert small.stats.truncated and small.stats.nodes == 12
-    assert small.text.endswith("... (truncated, 12 nodes emitted)")
-    # with the node budget biting, controls come before text among siblings
+    assert small.stats.truncated and small.stats.interactive == snap.stats.interactive
+    assert {r.ref for r in small.refs} == {r.ref for r in snap.refs}
+    assert small.stats.nodes < snap.stats.nodes
+    assert small.text.endswith(f"... (truncated, {small.stats.nodes} nodes emitted)")
     assert "Button after text" in small.text and "Intro text" not in small.text
+    # with an item budget too small for the controls, text children are cut with a note
+    tiny = await driver.snapshot(SnapshotOptions(max_children=2))
+    assert re.search(r"\.\.\. \(\d+ children omitted", tiny.text)
+    assert {r.ref for r in tiny.refs} == {r.ref for r in snap.refs}
     short = await driver.snapshot(SnapshotOptions(max_text_length=5))
     assert '\n"Intro…"\n' in short.text
 

@@ -1,5 +1,7 @@
-"""The SQLite store on real files: round trips, atomic batches, the ledger's one-way phases,
-owner-only files, refused links, rollback/fork, and several processes on one database."""
+"""The store on real databases: round trips, atomic batches, the ledger's one-way phases,
+rollback/fork and several processes on one database — on SQLite and on a throwaway
+PostgreSQL server (the ``store`` fixture runs each test on both) — and, SQLite only,
+owner-only files and refused links."""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy.exc
 
+from pg_support import raw_rows
 from xclaw import dirs
 from xclaw.core.errors import ConfigError
 from xclaw.store.base import (
@@ -28,14 +32,30 @@ from xclaw.store.base import (
     TranscriptItem,
     WriteBatch,
 )
+from xclaw.store.open import DATABASE_URL_ENV
+from xclaw.store.open import open_store as open_configured
+from xclaw.store.postgres import PostgresStore
 from xclaw.store.sqlite import SqliteStore, open_store
 
 NOW = 1_700_000_000.25
 TABLES = ("sessions", "items", "steps", "ledger", "events", "checkpoints")
 
 
+AnyStore = SqliteStore | PostgresStore
+# A constraint violation: sqlite3's own error on SQLite, SQLAlchemy's on PostgreSQL.
+INTEGRITY_ERRORS = (sqlite3.IntegrityError, sqlalchemy.exc.IntegrityError)
+
+
 @pytest.fixture
-def store() -> Iterator[SqliteStore]:
+def store(backend: str) -> Iterator[AnyStore]:
+    """The configured store: SQLite in the data dir, or PostgreSQL (``backend``)."""
+    with open_configured() as s:
+        assert isinstance(s, PostgresStore) == (backend == "postgres")
+        yield s
+
+
+@pytest.fixture
+def sqlite_store() -> Iterator[SqliteStore]:
     with open_store() as s:
         yield s
 
@@ -87,17 +107,13 @@ def checkpoint(turn: int, goal: str = "goal") -> Checkpoint:
     return Checkpoint(turn, NOW + turn, goal, ["a.py"], [{"cmd": "pytest", "ok": True}], ["x"])
 
 
-def dump_session(path: Path, sid: str) -> list[tuple[str, list[tuple[Any, ...]]]]:
-    """Every row of one session, read with the plain sqlite3 module."""
-    db = sqlite3.connect(path)
-    try:
-        out = [("sessions", db.execute("SELECT * FROM sessions WHERE id=?", (sid,)).fetchall())]
-        for table in TABLES[1:]:
-            rows = db.execute(f"SELECT * FROM {table} WHERE session_id=? ORDER BY 1,2,3", (sid,))
-            out.append((table, rows.fetchall()))
-        return out
-    finally:
-        db.close()
+def dump_session(store: AnyStore, sid: str) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """Every row of one session, read with the plain driver."""
+    out = [("sessions", raw_rows(store, "SELECT * FROM sessions WHERE id=?", sid))]
+    for table in TABLES[1:]:
+        sql = f"SELECT * FROM {table} WHERE session_id=? ORDER BY 1,2,3"
+        out.append((table, raw_rows(store, sql, sid)))
+    return out
 
 
 def mode(path: Path) -> int:
@@ -107,7 +123,7 @@ def mode(path: Path) -> int:
 # -- round trips -------------------------------------------------------------------------------
 
 
-def test_every_record_round_trips(store: SqliteStore) -> None:
+def test_every_record_round_trips(store: AnyStore) -> None:
     rec = session(
         title="Titre — 标题",
         meta={"system_prompt": "你好", "settings": {"t": 0.2}},
@@ -154,15 +170,13 @@ def test_every_record_round_trips(store: SqliteStore) -> None:
     assert store.load_items("nope") == []
 
 
-def test_json_is_text_without_escapes(store: SqliteStore) -> None:
+def test_json_is_text_without_escapes(store: AnyStore) -> None:
     store.commit(WriteBatch("S1", create=session(meta={"note": "中文"})))
-    db = sqlite3.connect(store.path)
-    (meta,) = db.execute("SELECT meta FROM sessions").fetchone()
-    db.close()
+    ((meta,),) = raw_rows(store, "SELECT meta FROM sessions")
     assert meta == '{"note": "中文"}'
 
 
-def test_steps_are_upserted_and_listed_in_number_order(store: SqliteStore) -> None:
+def test_steps_are_upserted_and_listed_in_number_order(store: AnyStore) -> None:
     store.commit(WriteBatch("S1", create=session(), steps=[step(10), step(9, status="running")]))
     store.commit(WriteBatch("S1", steps=[step(9, status="completed", output={"r": 1})]))
     got = store.list_steps("S1")
@@ -170,7 +184,7 @@ def test_steps_are_upserted_and_listed_in_number_order(store: SqliteStore) -> No
     assert got[0].status == "completed" and got[0].output == {"r": 1}
 
 
-def test_session_updates_apply_and_bump_updated_at(store: SqliteStore) -> None:
+def test_session_updates_apply_and_bump_updated_at(store: AnyStore) -> None:
     store.commit(WriteBatch("S1", create=session()))
     store.commit(
         WriteBatch(
@@ -194,7 +208,7 @@ def test_session_updates_apply_and_bump_updated_at(store: SqliteStore) -> None:
     assert again is not None and again.pending is None
 
 
-def test_session_updates_reject_unknown_fields_and_sessions(store: SqliteStore) -> None:
+def test_session_updates_reject_unknown_fields_and_sessions(store: AnyStore) -> None:
     store.commit(WriteBatch("S1", create=session()))
     with pytest.raises(ValueError, match="bogus"):
         store.commit(WriteBatch("S1", session_updates={"bogus": 1}))
@@ -203,7 +217,7 @@ def test_session_updates_reject_unknown_fields_and_sessions(store: SqliteStore) 
     assert store.list_events("ghost") == []
 
 
-def test_new_session_timestamps_default_to_now(store: SqliteStore) -> None:
+def test_new_session_timestamps_default_to_now(store: AnyStore) -> None:
     before = time.time()
     store.commit(WriteBatch("S1", create=SessionRecord("S1", "/r", "t", "m")))
     got = store.get_session("S1")
@@ -219,7 +233,7 @@ def test_new_session_timestamps_default_to_now(store: SqliteStore) -> None:
     + [("result_sent", "prepared")],
 )
 def test_ledger_phase_never_goes_backwards(
-    store: SqliteStore, later: LedgerPhase, earlier: LedgerPhase
+    store: AnyStore, later: LedgerPhase, earlier: LedgerPhase
 ) -> None:
     store.commit(WriteBatch("S1", create=session(), steps=[step(1)]))
     store.commit(WriteBatch("S1", ledger=[entry("1:c1", 1, later, result={"ok": True})]))
@@ -228,7 +242,7 @@ def test_ledger_phase_never_goes_backwards(
     assert got.phase == later and got.result == {"ok": True}
 
 
-def test_ledger_moves_forward_and_same_phase_updates(store: SqliteStore) -> None:
+def test_ledger_moves_forward_and_same_phase_updates(store: AnyStore) -> None:
     store.commit(WriteBatch("S1", create=session(), ledger=[entry("1:c1", 1, "prepared")]))
     store.commit(WriteBatch("S1", ledger=[entry("1:c1", 1, "completed", result={"v": 1})]))
     store.commit(WriteBatch("S1", ledger=[entry("1:c1", 1, "completed", result={"v": 2})]))
@@ -238,12 +252,37 @@ def test_ledger_moves_forward_and_same_phase_updates(store: SqliteStore) -> None
     assert store.load_ledger("S1")[0].phase == "result_sent"
 
 
+def test_one_batch_may_carry_a_row_twice(store: AnyStore) -> None:
+    """As if applied one by one: the last step row wins, a ledger phase never goes back."""
+    store.commit(
+        WriteBatch(
+            "S1",
+            create=session(),
+            steps=[step(1, status="running"), step(1, status="completed"), step(2)],
+            ledger=[
+                entry("1:a", 1, "started"),
+                entry("1:a", 1, "prepared"),
+                entry("1:b", 1, "prepared"),
+                entry("1:b", 1, "completed", result={"v": 1}),
+            ],
+        )
+    )
+    assert [(s.step_id, s.status) for s in store.list_steps("S1")] == [
+        ("s0001", "completed"),
+        ("s0002", "completed"),
+    ]
+    assert [(e.key, e.phase) for e in store.load_ledger("S1")] == [
+        ("1:a", "started"),
+        ("1:b", "completed"),
+    ]
+
+
 # -- atomicity ---------------------------------------------------------------------------------
 
 
-def test_a_failing_batch_leaves_nothing(store: SqliteStore) -> None:
+def test_a_failing_batch_leaves_nothing(store: AnyStore) -> None:
     store.commit(WriteBatch("S1", create=session(), items=[item(1, 1), item(2, 1)]))
-    before = dump_session(store.path, "S1")
+    before = dump_session(store, "S1")
     bad = WriteBatch(
         "S1",
         session_updates={"phase": "SHOULD_NOT_LAND"},
@@ -253,26 +292,26 @@ def test_a_failing_batch_leaves_nothing(store: SqliteStore) -> None:
         events=[event(1)],
         checkpoints=[checkpoint(2)],
     )
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(INTEGRITY_ERRORS):
         store.commit(bad)
-    assert dump_session(store.path, "S1") == before
+    assert dump_session(store, "S1") == before
     # The connection is usable afterwards.
     store.commit(WriteBatch("S1", items=[item(3, 2)]))
     assert [i.seq for i in store.load_items("S1")] == [1, 2, 3]
 
 
-def test_rows_for_a_missing_session_are_refused(store: SqliteStore) -> None:
-    with pytest.raises(sqlite3.IntegrityError):
+def test_rows_for_a_missing_session_are_refused(store: AnyStore) -> None:
+    with pytest.raises(INTEGRITY_ERRORS):
         store.commit(WriteBatch("ghost", items=[item(1, 1)]))
     assert store.load_items("ghost") == []
 
 
-def test_empty_batch_is_a_no_op(store: SqliteStore) -> None:
+def test_empty_batch_is_a_no_op(store: AnyStore) -> None:
     store.commit(WriteBatch("nobody"))
     assert store.list_sessions() == []
 
 
-def test_malformed_step_id_is_refused_before_writing(store: SqliteStore) -> None:
+def test_malformed_step_id_is_refused_before_writing(store: AnyStore) -> None:
     store.commit(WriteBatch("S1", create=session()))
     bad = TranscriptItem(1, "step-one", 1, {}, NOW)
     with pytest.raises(ValueError, match="s0001"):
@@ -283,14 +322,14 @@ def test_malformed_step_id_is_refused_before_writing(store: SqliteStore) -> None
 # -- files, permissions, links -----------------------------------------------------------------
 
 
-def test_database_lives_in_the_data_dir_owner_only(store: SqliteStore) -> None:
-    assert store.path == dirs.data_dir() / "xclaw.db"
-    store.commit(WriteBatch("S1", create=session()))
-    assert mode(store.path) == 0o600
+def test_database_lives_in_the_data_dir_owner_only(sqlite_store: SqliteStore) -> None:
+    assert sqlite_store.path == dirs.data_dir() / "xclaw.db"
+    sqlite_store.commit(WriteBatch("S1", create=session()))
+    assert mode(sqlite_store.path) == 0o600
     for suffix in ("-wal", "-shm"):
-        side = store.path.with_name(store.path.name + suffix)
+        side = sqlite_store.path.with_name(sqlite_store.path.name + suffix)
         assert side.exists() and mode(side) == 0o600
-    assert mode(store.path.parent) == 0o700
+    assert mode(sqlite_store.path.parent) == 0o700
 
 
 def test_created_folders_and_files_are_private_whatever_the_umask(tmp_path: Path) -> None:
@@ -315,8 +354,8 @@ def test_an_existing_loose_database_is_tightened() -> None:
         assert mode(path.with_name("xclaw.db-wal")) == 0o600
 
 
-def test_pragmas_wal_normal_foreign_keys(store: SqliteStore) -> None:
-    db = store._db
+def test_pragmas_wal_normal_foreign_keys(sqlite_store: SqliteStore) -> None:
+    db = sqlite_store._db
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert db.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
     assert db.execute("PRAGMA foreign_keys").fetchone() == (1,)
@@ -351,23 +390,25 @@ def test_database_outside_its_data_dir_is_refused(tmp_path: Path) -> None:
     assert err.value.code == "STORE_LOCATION_UNSAFE"
 
 
-def test_links_swapped_in_after_open_stop_every_write(store: SqliteStore, tmp_path: Path) -> None:
-    store.commit(WriteBatch("S1", create=session(), steps=[step(1)]))
+def test_links_swapped_in_after_open_stop_every_write(
+    sqlite_store: SqliteStore, tmp_path: Path
+) -> None:
+    sqlite_store.commit(WriteBatch("S1", create=session(), steps=[step(1)]))
     moved = tmp_path / "moved.db"
-    os.rename(store.path, moved)
-    store.path.symlink_to(moved)
+    os.rename(sqlite_store.path, moved)
+    sqlite_store.path.symlink_to(moved)
     for write in (
-        lambda: store.commit(WriteBatch("S1", events=[event(1)])),
-        lambda: store.rollback("S1", "s0001"),
-        lambda: store.fork("S1", "s0001", "S2"),
+        lambda: sqlite_store.commit(WriteBatch("S1", events=[event(1)])),
+        lambda: sqlite_store.rollback("S1", "s0001"),
+        lambda: sqlite_store.fork("S1", "s0001", "S2"),
     ):
         with pytest.raises(ConfigError) as err:
             write()
         assert err.value.code == "STORE_LOCATION_UNSAFE"
-    store.path.unlink()
-    os.rename(moved, store.path)
-    store.commit(WriteBatch("S1", events=[event(1)]))  # back in place: writes resume
-    assert len(store.list_events("S1")) == 1
+    sqlite_store.path.unlink()
+    os.rename(moved, sqlite_store.path)
+    sqlite_store.commit(WriteBatch("S1", events=[event(1)]))  # back in place: writes resume
+    assert len(sqlite_store.list_events("S1")) == 1
 
 
 def test_data_dir_swapped_for_a_link_stops_writes(tmp_path: Path) -> None:
@@ -383,19 +424,19 @@ def test_data_dir_swapped_for_a_link_stops_writes(tmp_path: Path) -> None:
         s.close()
 
 
-def test_replaced_database_file_stops_writes(store: SqliteStore) -> None:
-    store.commit(WriteBatch("S1", create=session()))
-    os.rename(store.path, store.path.with_name("old.db"))
-    store.path.touch()
+def test_replaced_database_file_stops_writes(sqlite_store: SqliteStore) -> None:
+    sqlite_store.commit(WriteBatch("S1", create=session()))
+    os.rename(sqlite_store.path, sqlite_store.path.with_name("old.db"))
+    sqlite_store.path.touch()
     with pytest.raises(ConfigError, match="replaced"):
-        store.commit(WriteBatch("S1", events=[event(1)]))
+        sqlite_store.commit(WriteBatch("S1", events=[event(1)]))
 
 
 # -- several stores on one file ----------------------------------------------------------------
 
 
-def test_two_stores_on_one_file_see_each_other(store: SqliteStore) -> None:
-    with open_store() as other:
+def test_two_stores_on_one_file_see_each_other(store: AnyStore) -> None:
+    with open_configured() as other:
         store.commit(WriteBatch("S1", create=session(), items=[item(1, 1)]))
         assert [i.seq for i in other.load_items("S1")] == [1]
         other.commit(WriteBatch("S1", items=[item(2, 1)], session_updates={"phase": "B"}))
@@ -404,11 +445,11 @@ def test_two_stores_on_one_file_see_each_other(store: SqliteStore) -> None:
         assert got is not None and got.phase == "B"
 
 
-def test_writes_take_the_lock_at_begin(store: SqliteStore) -> None:
+def test_writes_take_the_lock_at_begin(sqlite_store: SqliteStore) -> None:
     """BEGIN IMMEDIATE is honoured: another writer is locked out before any statement runs."""
-    other = sqlite3.connect(store.path, timeout=0, isolation_level=None)
+    other = sqlite3.connect(sqlite_store.path, timeout=0, isolation_level=None)
     try:
-        with store._write():
+        with sqlite_store._write():
             with pytest.raises(sqlite3.OperationalError, match="locked"):
                 other.execute("BEGIN IMMEDIATE")
         other.execute("BEGIN IMMEDIATE")
@@ -422,10 +463,11 @@ WRITER = textwrap.dedent(
     import sys
     from pathlib import Path
     from xclaw.store.base import EventRecord, SessionRecord, TranscriptItem, WriteBatch
+    from xclaw.store.postgres import PostgresStore
     from xclaw.store.sqlite import SqliteStore
 
-    path, sid, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-    store = SqliteStore(path)
+    where, sid, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    store = PostgresStore(where) if "://" in where else SqliteStore(Path(where))
     store.commit(WriteBatch(sid, create=SessionRecord(sid, "/r", "t", "m")))
     for n in range(1, count + 1):
         payload = {"type": "message", "n": n}
@@ -444,23 +486,33 @@ WRITER = textwrap.dedent(
 )
 
 
-def run_writer(path: Path, sid: str, count: int, *extra: str) -> subprocess.Popen[str]:
+def run_writer(where: Path | str, sid: str, count: int, *extra: str) -> subprocess.Popen[str]:
+    """A process committing ``count`` batches to the SQLite file or PostgreSQL URL ``where``."""
     return subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path), sid, str(count), *extra],
+        [sys.executable, "-c", WRITER, str(where), sid, str(count), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
 
 
-def test_two_processes_commit_to_one_file(tmp_path: Path) -> None:
-    path = tmp_path / "shared" / "x.db"  # neither has created it yet: migrations race too
-    procs = [run_writer(path, sid, 150) for sid in ("A", "B")]
+def where_for(backend: str, tmp_path: Path, name: str) -> Path | str:
+    """A database no process has opened yet: a new file, or the fresh PostgreSQL database."""
+    return os.environ[DATABASE_URL_ENV] if backend == "postgres" else tmp_path / "shared" / name
+
+
+def open_where(where: Path | str) -> AnyStore:
+    return SqliteStore(where) if isinstance(where, Path) else PostgresStore(where)
+
+
+def test_two_processes_commit_to_one_file(backend: str, tmp_path: Path) -> None:
+    where = where_for(backend, tmp_path, "x.db")  # neither has created it: migrations race too
+    procs = [run_writer(where, sid, 150) for sid in ("A", "B")]
     outs = [p.communicate(timeout=120) for p in procs]
     for p, (_out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
         assert "locked" not in err
-    with SqliteStore(path) as s:
+    with open_where(where) as s:
         for sid in ("A", "B"):
             assert [i.seq for i in s.load_items(sid)] == list(range(1, 151))
             assert s.counters(sid) == (0, 150, 150)
@@ -468,20 +520,20 @@ def test_two_processes_commit_to_one_file(tmp_path: Path) -> None:
             assert got is not None and got.phase == "P150"
 
 
-def test_commits_survive_a_killed_process(tmp_path: Path) -> None:
-    path = tmp_path / "x.db"
-    proc = run_writer(path, "K", 40, "crash")
+def test_commits_survive_a_killed_process(backend: str, tmp_path: Path) -> None:
+    where = where_for(backend, tmp_path, "x.db")
+    proc = run_writer(where, "K", 40, "crash")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL, err
     assert out.split()[-1] == "40"  # every commit returned before the kill
-    with SqliteStore(path) as s:
+    with open_where(where) as s:
         assert len(s.load_items("K")) == 40
 
 
 # -- rollback ----------------------------------------------------------------------------------
 
 
-def six_steps(store: SqliteStore) -> None:
+def six_steps(store: AnyStore) -> None:
     """s0001..s0006, two items per step, a checkpoint per turn, tool calls at s0003..s0006."""
     steps = [step(n, turn=(n + 1) // 2) for n in range(1, 7)]
     items = [item(2 * n - k, n, turn=(n + 1) // 2) for n in range(1, 7) for k in (1, 0)]
@@ -505,7 +557,7 @@ def six_steps(store: SqliteStore) -> None:
     )
 
 
-def test_rollback_removes_the_step_and_everything_after(store: SqliteStore) -> None:
+def test_rollback_removes_the_step_and_everything_after(store: AnyStore) -> None:
     six_steps(store)
     report = store.rollback("S1", "s0004")
     assert (report.session_id, report.step_id) == ("S1", "s0004")
@@ -523,27 +575,27 @@ def test_rollback_removes_the_step_and_everything_after(store: SqliteStore) -> N
     assert store.counters("S1") == (3, 6, 4)
 
 
-def test_rollback_of_an_unknown_step_changes_nothing(store: SqliteStore) -> None:
+def test_rollback_of_an_unknown_step_changes_nothing(store: AnyStore) -> None:
     six_steps(store)
-    before = dump_session(store.path, "S1")
+    before = dump_session(store, "S1")
     with pytest.raises(KeyError):
         store.rollback("S1", "s0099")
     with pytest.raises(KeyError):
         store.rollback("nobody", "s0001")
-    assert dump_session(store.path, "S1") == before
+    assert dump_session(store, "S1") == before
 
 
 # -- fork --------------------------------------------------------------------------------------
 
 
 def test_fork_copies_up_to_the_step_and_leaves_the_original_byte_identical(
-    store: SqliteStore,
+    store: AnyStore,
 ) -> None:
     six_steps(store)
     store.commit(WriteBatch("S1", checkpoints=[checkpoint(2, goal="newer at turn 2")]))
-    before = dump_session(store.path, "S1")
+    before = dump_session(store, "S1")
     new = store.fork("S1", "s0004", "F1")
-    assert dump_session(store.path, "S1") == before
+    assert dump_session(store, "S1") == before
 
     assert (new.id, new.parent_id, new.fork_step) == ("F1", "S1", "s0004")
     assert (new.state, new.phase) == ("init", "FORKED")
@@ -563,14 +615,14 @@ def test_fork_copies_up_to_the_step_and_leaves_the_original_byte_identical(
     assert store.counters("F1") == (4, 8, 0)
 
 
-def test_fork_of_an_unknown_step_creates_nothing(store: SqliteStore) -> None:
+def test_fork_of_an_unknown_step_creates_nothing(store: AnyStore) -> None:
     six_steps(store)
     with pytest.raises(KeyError):
         store.fork("S1", "s0042", "F1")
     assert store.get_session("F1") is None
 
 
-def test_fork_continues_independently(store: SqliteStore) -> None:
+def test_fork_continues_independently(store: AnyStore) -> None:
     six_steps(store)
     store.fork("S1", "s0002", "F1")
     store.commit(WriteBatch("F1", steps=[step(3, name="other")], items=[item(5, 3)]))
@@ -582,7 +634,7 @@ def test_fork_continues_independently(store: SqliteStore) -> None:
 # -- reads -------------------------------------------------------------------------------------
 
 
-def test_counters(store: SqliteStore) -> None:
+def test_counters(store: AnyStore) -> None:
     assert store.counters("S1") == (0, 0, 0)
     store.commit(
         WriteBatch(
@@ -596,13 +648,13 @@ def test_counters(store: SqliteStore) -> None:
     assert store.counters("S1") == (12, 7, 9)
 
 
-def test_list_events_after_seq(store: SqliteStore) -> None:
+def test_list_events_after_seq(store: AnyStore) -> None:
     store.commit(WriteBatch("S1", create=session(), events=[event(n) for n in range(1, 6)]))
     assert [e.seq for e in store.list_events("S1", after_seq=3)] == [4, 5]
     assert store.list_events("S1", after_seq=5) == []
 
 
-def test_latest_checkpoint_is_the_newest_turn_then_the_newest_row(store: SqliteStore) -> None:
+def test_latest_checkpoint_is_the_newest_turn_then_the_newest_row(store: AnyStore) -> None:
     store.commit(WriteBatch("S1", create=session(), checkpoints=[checkpoint(3, "a")]))
     store.commit(WriteBatch("S1", checkpoints=[checkpoint(2, "older turn")]))
     store.commit(WriteBatch("S1", checkpoints=[checkpoint(3, "b")]))
@@ -610,7 +662,7 @@ def test_latest_checkpoint_is_the_newest_turn_then_the_newest_row(store: SqliteS
     assert cp is not None and cp.goal == "b"
 
 
-def test_list_sessions_filters_and_orders(store: SqliteStore) -> None:
+def test_list_sessions_filters_and_orders(store: AnyStore) -> None:
     rows = [
         session("a", created_at=NOW + 1, root="/one", task="Fix the parser", state="success"),
         session("b", created_at=NOW + 2, root="/two", task="write docs", title="100% done"),
@@ -634,7 +686,7 @@ def test_list_sessions_filters_and_orders(store: SqliteStore) -> None:
     assert ids(store.list_sessions(root="/one", state="success", text="fix")) == ["a"]
 
 
-def test_large_transcript_loads_in_order(store: SqliteStore) -> None:
+def test_large_transcript_loads_in_order(store: AnyStore) -> None:
     n = 5000
     store.commit(WriteBatch("S1", create=session()))
     for start in range(1, n + 1, 1000):

@@ -22,8 +22,7 @@ from browser_site import (
 from xclaw.browser.session import BrowserPool, BrowserSession
 from xclaw.policy.engine import PolicyEngine
 from xclaw.tools.base import Workspace
-from xclaw.tools.browser import browser_tools
-from xclaw.tools.registry import ToolRegistry
+from xclaw.tools.browser import browser_registry
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +49,9 @@ async def session(pool: BrowserPool) -> AsyncIterator[BrowserSession]:
 
 
 @pytest.fixture
-def deps(session: BrowserSession, tmp_path: Path) -> Deps:
+def deps(session: BrowserSession, site: Site, tmp_path: Path) -> Deps:
+    """The fixture site is on loopback, which asks unless trusted: the tests trust it the way
+    a user does, with ``browsing.allow_hosts`` in their user config."""
     workspace = Workspace(project(tmp_path), output_dir=tmp_path / "out")
-    registry = ToolRegistry(browser_tools(session))
+    registry = browser_registry(session, allow_hosts=[f"127.0.0.1:{site.port}"])
     return Deps(registry.bind(workspace), PolicyEngine(workspace), Answers(), session=session)

@@ -162,6 +162,7 @@ async def test_errors_are_coded(deps: Deps, site: Site) -> None:
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    deps.approver.script.append("once")  # a loopback port nobody said is trusted asks
     gone = await dispatch(deps, "browser.navigate", url=f"http://127.0.0.1:{port}/")
     assert (
         gone.error_code == "BROWSER_NAVIGATION_FAILED" and "ERR_CONNECTION_REFUSED" in gone.message

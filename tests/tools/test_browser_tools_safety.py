@@ -22,7 +22,7 @@ from xclaw.browser.session import BrowserSession
 from xclaw.core.messages import ToolCallPart
 from xclaw.core.tooling import Decision, Grant, PageElement, PreparedCall, Risk, WebAddress
 from xclaw.policy.browsing import judge_address, judge_element
-from xclaw.tools.browser import browser_tools
+from xclaw.tools.browser import browser_registry
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -55,8 +55,8 @@ async def open_danger(deps: Deps, site: Site) -> str:
     ("url", "resolved", "code"),
     [
         ("https://example.org/", ("93.184.216.34",), None),
-        ("http://localhost:3000/", (), None),
-        ("http://127.0.0.1:8000/x", (), None),
+        ("http://localhost:3000/", (), "BROWSER_PRIVATE_ADDRESS"),  # loopback asks too
+        ("http://127.0.0.1:8000/x", (), "BROWSER_PRIVATE_ADDRESS"),
         ("about:blank", (), None),
         ("http://10.1.2.3/", (), "BROWSER_PRIVATE_ADDRESS"),
         ("http://[fe80::1]/", (), "BROWSER_PRIVATE_ADDRESS"),
@@ -279,7 +279,7 @@ async def test_the_coding_agent_loop_drives_the_browser(
     agent = Agent(
         model,
         project(tmp_path),
-        tools=browser_tools(session),
+        tools=browser_registry(session, allow_hosts=[f"127.0.0.1:{site.port}"]),
         approval=answers,
         evidence_gate_enabled=False,
     )

@@ -192,6 +192,125 @@
     return out.join("").replace(/[ \t]+/g, " ").replace(/ ?\n[\n ]*/g, "\n").trim();
   }
 
+  // The "interactive" reading (for planning actions): only the elements with an agent id, each
+  // on one line `[N] tag attrs name` with its accessible name (to 40 characters, as the page
+  // snapshot's maxTextLength), value and state, under the landmark it sits in and the
+  // nearest heading before it; no other text. Landmarks and headings print only when a
+  // control follows them.
+  const LANDMARKS = { header: "header", nav: "nav", main: "main", aside: "aside",
+    footer: "footer", form: "form", dialog: "dialog" };
+  const LANDMARK_ROLES = new Set(["banner", "navigation", "main", "complementary",
+    "contentinfo", "form", "search", "dialog", "alertdialog"]);
+  const HEADINGS = new Set(["h1", "h2", "h3"]);
+
+  function landmarkOf(el) {
+    for (let n = el.parentElement; n; n = n.parentElement) {
+      const role = (n.getAttribute("role") || "").trim().toLowerCase();
+      if (LANDMARK_ROLES.has(role) || LANDMARKS[n.localName]) return n;
+    }
+    return null;
+  }
+
+  function landmarkName(n) {
+    const role = (n.getAttribute("role") || "").trim().toLowerCase();
+    const label = squash(n.getAttribute("aria-label") || "");
+    const tag = LANDMARK_ROLES.has(role) ? role : LANDMARKS[n.localName];
+    return { tag, open: `<${tag}${label ? ` aria-label="${esc(clip(label, 60))}"` : ""}>` };
+  }
+
+  function accessibleName(el) {
+    // aria-labelledby, aria-label, a <label>, the text, title, an image's alt: the first found.
+    const by = el.getAttribute("aria-labelledby");
+    if (by) {
+      const text = squash(by.split(/\s+/).map((id) => {
+        const t = document.getElementById(id);
+        return t ? t.textContent : "";
+      }).join(" "));
+      if (text) return text;
+    }
+    const aria = squash(el.getAttribute("aria-label"));
+    if (aria) return aria;
+    const tag = el.localName;
+    if (tag === "input" || tag === "select" || tag === "textarea") {
+      const label = el.labels && el.labels[0];
+      return label ? squash(label.textContent) : squash(el.getAttribute("title"));
+    }
+    const text = squash(el.innerText || el.textContent);
+    if (text) return text;
+    const img = el.querySelector("img[alt]");
+    return squash(el.getAttribute("title") || (img && img.alt) || "");
+  }
+
+  // One control, one line: `[N] tag attrs name`, N its agent id (HTML tags without the
+  // markup around them: half the characters of `<a data-agent-id="N">name</a>`). Without
+  // its id: the line as interactiveOnly prints it after `[N] `.
+  function controlText(el) {
+    const tag = el.localName;
+    const name = clip(accessibleName(el), 40);
+    const field = tag === "input" || tag === "select" || tag === "textarea";
+    let a = attrs(el, field ? "" : name).replace(/^ data-agent-id="\d+"/, "");
+    if (tag === "a") {
+      if (name) a = a.replace(/ href="[^"]*"/, ""); // the name says where it goes
+      else a = a.replace(/ href="([^"]{40})[^"]+"/, ' href="$1…"');
+    }
+    if (field && name && !/ aria-label="/.test(a)) a += ` aria-label="${esc(name)}"`;
+    const head = `${tag}${a}`;
+    if (tag === "select") {
+      const opts = [...el.options];
+      const shown = opts.slice(0, MAX_OPTIONS).map((o) =>
+        (o.selected ? "*" : "") + esc(clip(squash(o.text), 40))).join(" | ");
+      const more = opts.length > MAX_OPTIONS ? ` | … ${opts.length - MAX_OPTIONS} more` : "";
+      return `${head}: ${shown}${more}`;
+    }
+    if (tag === "textarea") return el.value ? `${head} value="${esc(clip(el.value, 80))}"` : head;
+    return field || !name ? head : `${head} ${esc(name)}`; // the name ends the line: no quotes
+  }
+
+  function interactiveOnly() {
+    mark();
+    const out = [];
+    const title = squash(document.title);
+    if (title) out.push(`<title>${esc(title)}</title>`);
+    out.push("[N] tag attrs name: data-agent-id N ([N,M]: alike); headings #, landmarks <tag>");
+    let heading = null; // the latest heading not printed yet
+    let open = null; // the landmark element whose tag is open, and its tag
+    // Controls that read the same one after the other (the image link and the title link of
+    // one story, a row of share icons) share a line: `[12,13] a Story`.
+    let last = null; // { ids, text } of the line being built
+    const flush = () => {
+      if (last) out.push(`[${last.ids.join(",")}] ${last.text}`);
+      last = null;
+    };
+    for (const el of elements(document.body || document.documentElement)) {
+      const tag = el.localName;
+      if (HEADINGS.has(tag)) {
+        const text = clip(squash(el.textContent), 80);
+        if (text && visible(el)) heading = "#".repeat(+tag[1]) + " " + esc(text);
+        continue;
+      }
+      const id = ids.get(el);
+      if (!id || byId.get(id) !== el) continue;
+      const lm = landmarkOf(el);
+      const text = controlText(el);
+      if (last && last.text === text && !heading && open && open.el === lm) {
+        last.ids.push(id);
+        continue;
+      }
+      flush();
+      if (!open || open.el !== lm) {
+        if (open && open.el) out.push(`</${open.tag}>`);
+        const named = lm ? landmarkName(lm) : null;
+        if (named) out.push(named.open);
+        open = { el: lm, tag: named ? named.tag : "" };
+      }
+      if (heading) { out.push(heading); heading = null; }
+      last = { ids: [id], text };
+    }
+    flush();
+    if (open && open.el) out.push(`</${open.tag}>`);
+    return out.join("\n");
+  }
+
   function deepActive() {
     let el = document.activeElement;
     while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
@@ -365,7 +484,7 @@
 
   // Installed before the page's own scripts (an init script), read-only and frozen, so a page
   // cannot swap in functions that misreport what a click would hit.
-  const api = { mark, find, distill, facts, boxes, annotate, unannotate, dismiss, quiet, deepActive, scroll, interactive, visible };
+  const api = { mark, find, distill, interactiveOnly, facts, boxes, annotate, unannotate, dismiss, quiet, deepActive, scroll, interactive, visible };
   Object.defineProperty(window, "__xclawContent", {
     value: Object.freeze(api), writable: false, configurable: false, enumerable: false,
   });

@@ -14,7 +14,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from playwright.async_api import (
     Browser,
@@ -30,6 +30,12 @@ from xclaw.browser.discovery import find_browser
 from xclaw.browser.manager import _BASE_ARGS, BrowserOptions, headless_from_env, launch_failed
 
 Resolver = Callable[[str], Awaitable[tuple[str, ...]]]
+
+
+class ContextGuard(Protocol):
+    """Watches every request of a context (``tools/browser_guard.py``: what may be opened)."""
+
+    async def install(self, context: BrowserContext) -> None: ...
 
 
 async def resolve_host(host: str, timeout_s: float = 2.0) -> tuple[str, ...]:
@@ -144,6 +150,8 @@ class BrowserSession:
         self.traffic = _Traffic()
         self.init_scripts: list[str] = []
         self.memo: dict[str, Any] = {}  # what the tools keep between calls (content pages)
+        # Installed on the context before its first page, so no request escapes it.
+        self.guard: ContextGuard | None = None
         self._context: BrowserContext | None = None
         self._page: Page | None = None
         self._new_tab = False
@@ -156,8 +164,13 @@ class BrowserSession:
         """The page the tools act on, opening the context (and a first tab) when needed."""
         if self._context is None:
             width, height = self.viewport
-            settings = {"viewport": {"width": width, "height": height}, **self.context_settings}
+            settings: dict[str, Any] = {"viewport": {"width": width, "height": height}}
+            if self.guard is not None:  # a service worker's own fetches would not be routed
+                settings["service_workers"] = "block"
+            settings.update(self.context_settings)
             context = await self.pool.new_context(**settings)
+            if self.guard is not None:
+                await self.guard.install(context)
             for script in self.init_scripts:
                 await context.add_init_script(script)
             context.on("page", self._adopt)

@@ -88,6 +88,8 @@ async def run_page_task(
     from xclaw.browser.session import BrowserPool
     from xclaw.page.agent import WebAgent
     from xclaw.page.driver import PageDriver
+    from xclaw.tools.base import Workspace
+    from xclaw.tools.browser_guard import NavigationGuard, NavigationRules
 
     bus = EventBus()
     bus.subscribe(LiveView(console))
@@ -95,7 +97,11 @@ async def run_page_task(
     pool = BrowserPool(BrowserOptions(executable=browser, headless=headless or None, args=extra))
     try:
         context = await pool.new_context(viewport=_VIEWPORT)
-        driver = PageDriver(await context.new_page())
+        # Every later request is judged by the browsing policy; the address typed here is
+        # the user's own choice, so the first goto is approved by the driver.
+        rules = NavigationRules(allow_hosts=load_config(Path.cwd()).browsing.allow_hosts)
+        rules.attach(Workspace(Path.cwd()))
+        driver = PageDriver(await context.new_page(), guard=NavigationGuard(rules))
         await driver.install()
         await driver.navigate("goto", url=url)
         agent = WebAgent(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
+import signal
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -16,21 +16,31 @@ from xclaw.cli.common import console, err_console, fail
 from xclaw.core.errors import ConfigError, XclawError
 
 if TYPE_CHECKING:
+    from xclaw.cli.serve_runtime import ServeRuntime
     from xclaw.coding.agent import Agent
     from xclaw.core.events import EventBus
     from xclaw.core.tooling import Approver
     from xclaw.gateway.auth import GatewayAuth
+    from xclaw.obs.tracing import Tracing
     from xclaw.store.base import Store
 
 __all__ = ["agent_factory", "serve"]
 
+AgentFactory = Callable[["EventBus", "Approver"], "Agent"]
+
 
 def agent_factory(
-    directory: Path, spec: str | None, sandbox: str | None, store: Store
+    directory: Path,
+    spec: str | None,
+    sandbox: str | None,
+    store: Store,
+    runtime: ServeRuntime | None = None,
 ) -> Callable[[EventBus, Approver], Agent]:
-    """Each gateway session's agent: the configured (or given) model, store and sandbox."""
+    """Each gateway session's agent: the configured (or given) model, store and sandbox, with
+    the process's plugins, skills, MCP tools and memory (``runtime``) when given."""
     from xclaw.cli.common import sandbox_factory
     from xclaw.coding.agent import Agent
+    from xclaw.coding.prompt import SYSTEM_PROMPT
     from xclaw.config import load_config
     from xclaw.models.resolve import MODEL_HELP, resolve_model
 
@@ -42,15 +52,21 @@ def agent_factory(
     box = sandbox_factory(sandbox, cfg)
 
     def make(bus: EventBus, approver: Approver) -> Agent:
+        model = resolve_model(chosen, project=directory)
+        extras = runtime.for_session(model, SYSTEM_PROMPT) if runtime is not None else None
         return Agent(
-            resolve_model(chosen, project=directory),
+            model,
             directory,
+            tools=extras.registry if extras else None,
             approval=approver,
             limits=cfg.limits.to_limits(),
+            hooks=extras.hooks if extras else None,
             bus=bus,
             store=store,
+            system_prompt=extras.system_prompt if extras else SYSTEM_PROMPT,
             model_spec=chosen,
             sandbox=box,
+            prompt_reserve=extras.prompt_reserve if extras else 0,
         )
 
     return make
@@ -101,13 +117,18 @@ def channel_env(root: Path) -> dict[str, str]:
     return {**load_dotenv(root / ".env"), **os.environ}
 
 
-def _log_to_stderr() -> None:
-    from xclaw.gateway.auth import RedactingFilter
+def _observed(factory: AgentFactory, root: Path) -> tuple[AgentFactory, Tracing | None]:
+    """The factory with tracing attached when ``observability`` (or the OTLP variable) asks."""
+    from xclaw.config import load_config
+    from xclaw.obs.tracing import Tracing
+    from xclaw.obs.wiring import observing
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.addFilter(RedactingFilter())
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    tracing = Tracing.from_config(load_config(root).observability)
+    return (factory, None) if tracing is None else (observing(factory, tracing.attach), tracing)
+
+
+def _interrupt(_sig: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def serve(
@@ -125,28 +146,98 @@ def serve(
         list[str] | None,
         typer.Option("--origin", help="Another allowed browser origin (repeatable)."),
     ] = None,
+    approval_timeout: Annotated[
+        float,
+        typer.Option(
+            "--approval-timeout",
+            min=1.0,
+            max=86_400.0,
+            help="Seconds an approval prompt waits for an answer before it is denied.",
+        ),
+    ] = 300.0,
+    log_format: Annotated[
+        str | None,
+        typer.Option("--log-format", help="text | json (default: $XCLAW_LOG_FORMAT or text)."),
+    ] = None,
+    memory: Annotated[
+        bool,
+        typer.Option(
+            "--memory/--no-memory",
+            help="Long-term memory: recall before each model call, memory.* tools, facts "
+            "extracted after each turn (on by default).",
+        ),
+    ] = True,
+    drain_timeout: Annotated[
+        float,
+        typer.Option(
+            "--drain-timeout",
+            min=0.0,
+            max=3_600.0,
+            help="On SIGTERM, seconds running turns may take to finish before they are "
+            "interrupted (recorded, resumable).",
+        ),
+    ] = 30.0,
+    lease_ttl: Annotated[
+        float,
+        typer.Option(
+            "--lease-ttl",
+            min=1.0,
+            max=120.0,
+            help="With Redis ($XCLAW_REDIS_URL): seconds a dead instance's sessions stay "
+            "locked before another instance takes them over.",
+        ),
+    ] = 8.0,
 ) -> None:
-    """Serve the gateway: web UI at /, WebSocket at /ws (for the UI and `xclaw chat`)."""
+    """Serve the gateway: web UI at /, WebSocket at /ws (for the UI and `xclaw chat`),
+    Prometheus metrics at /metrics (with the token)."""
     from xclaw.gateway.channels.configured import configured_channels
+    from xclaw.gateway.fanout import make_fanout, redis_url
     from xclaw.gateway.gateway import Gateway
     from xclaw.gateway.server import GatewayServer, create_app
-    from xclaw.store.sqlite import open_store
+    from xclaw.obs.logs import configure_logging
+    from xclaw.obs.logs import log_format as chosen_log_format
+    from xclaw.obs.metrics import RunMetrics
+    from xclaw.store.open import open_store
 
     try:
+        logs = chosen_log_format(log_format)
         root = directory.expanduser().resolve()
         token = _token(host, token_file)
         store = open_store()
-        gateway = Gateway(agent_factory(root, model, sandbox, store), store, workdir=root)
+        from xclaw.cli.serve_runtime import serve_runtime
+        from xclaw.config import load_config
+
+        runtime = serve_runtime(root, load_config(root), memory=memory)
+        factory, tracing = _observed(agent_factory(root, model, sandbox, store, runtime), root)
+        gateway = Gateway(
+            factory,
+            store,
+            workdir=root,
+            approval_timeout=approval_timeout,
+            fanout=make_fanout(redis_url(), lease_ttl=lease_ttl),
+        )
         channels = configured_channels(gateway, channel_env(root))
+        from xclaw.cli.chronos_cmd import build_service
+
+        chronos = build_service(
+            root, store, channels={c.name: c for c in channels}, model=model, sandbox=sandbox
+        )
         server = GatewayServer(
-            create_app(gateway, _auth(host, token, origin or []), channels=channels),
+            create_app(
+                gateway,
+                _auth(host, token, origin or []),
+                channels=channels,
+                routers=[runtime.router(), *([chronos.router] if chronos is not None else [])],
+                metrics=RunMetrics(),
+            ),
             host,
             port,
             log_level="info",
+            drain_grace=drain_timeout,
         )
     except (XclawError, OSError) as err:
         fail(err if isinstance(err, XclawError) else ConfigError(f"Cannot listen: {err}"))
-    _log_to_stderr()
+    configure_logging(logs)
     console.print(
         f"xclaw gateway on {escape(server.url)}/ (WebSocket {escape(server.ws_url)}); "
         "Ctrl+C stops it.",
@@ -154,8 +245,18 @@ def serve(
     )
     if channels:
         console.print("chat channels: " + ", ".join(c.name for c in channels), soft_wrap=True)
+    if gateway.fanout.distributed:
+        console.print(
+            f"sessions shared with the other instances through Redis (lease {lease_ttl:g}s)",
+            soft_wrap=True,
+        )
+    # uvicorn re-raises the SIGTERM it drained on; end like Ctrl+C so the spans are flushed
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         server.server.run(sockets=[server.sock])
     except KeyboardInterrupt:
         pass
+    finally:
+        if tracing is not None:
+            tracing.shutdown()  # the spans still batched go out before we exit
     console.print("gateway stopped")

@@ -19,9 +19,9 @@ from xclaw.store.base import SessionRecord, Store
 
 def open_store() -> Store:
     """The session store, imported on use so `xclaw --help` stays quick."""
-    from xclaw.store.sqlite import open_store as open_sqlite
+    from xclaw.store.open import open_store as open_configured
 
-    return open_sqlite()
+    return open_configured()
 
 
 def _when(ts: float) -> str:
@@ -59,9 +59,9 @@ def sessions(
     )
     table = Table("id", "state", "phase", "updated", "root", "task")
     table.columns[0].no_wrap = True
-    for s in found:
+    for s, depth in _as_tree(found):
         table.add_row(
-            s.id,
+            ("  " * (depth - 1) + "└ " if depth else "") + s.id,
             s.state,
             s.phase,
             _when(s.updated_at),
@@ -69,6 +69,26 @@ def sessions(
             escape(redact(s.title or s.task)[:60]),
         )
     console.print(table if found else "no sessions")
+
+
+def _as_tree(found: list[SessionRecord]) -> list[tuple[SessionRecord, int]]:
+    """Multi-agent children right under their parent (when it is listed too), indented."""
+    listed = {s.id for s in found}
+    children: dict[str, list[SessionRecord]] = {}
+    for s in found:
+        if s.parent_session_id in listed:
+            children.setdefault(s.parent_session_id, []).append(s)
+    out: list[tuple[SessionRecord, int]] = []
+
+    def add(s: SessionRecord, depth: int) -> None:
+        out.append((s, depth))
+        for child in sorted(children.get(s.id, []), key=lambda c: (c.created_at, c.id)):
+            add(child, depth + 1)
+
+    for s in found:
+        if s.parent_session_id not in listed:
+            add(s, 0)
+    return out
 
 
 def _processes(store: Store, session_id: str) -> list[dict[str, Any]]:
@@ -130,11 +150,18 @@ def steps(session_id: Annotated[str, typer.Argument()]) -> None:
         fail(err)
     table = Table("step", "type", "name", "status", "parent", "ms", "detail")
     table.columns[0].no_wrap = True
+    _step_rows(store, table, session_id, "")
+    console.print(table)
+
+
+def _step_rows(store: Store, table: Table, session_id: str, indent: str) -> None:
+    """A session's steps, then each multi-agent child as a subtree hung under the tool-call
+    step that started it (child steps are named CHILD/s0001)."""
     for st in store.list_steps(session_id):
         ms = f"{(st.ended_at - st.started_at) * 1000:.0f}" if st.ended_at else ""
         detail = json.dumps(st.input or st.output or {}, ensure_ascii=False)[:70]
         table.add_row(
-            st.step_id,
+            indent + st.step_id,
             st.kind,
             st.name,
             st.status,
@@ -142,7 +169,24 @@ def steps(session_id: Annotated[str, typer.Argument()]) -> None:
             ms,
             escape(redact(detail)),
         )
-    console.print(table)
+    children = store.list_children(session_id)
+    if not children:
+        return
+    by_call = {e.call_id: e.step_id for e in store.load_ledger(session_id)}
+    for child in children:
+        info = child.meta.get("agents") or {}
+        call = str(info.get("call") or "").split("|", 1)[0]
+        short = child.id.removeprefix(session_id)
+        table.add_row(
+            f"{indent}└ {short}",
+            "child",
+            str(info.get("worker") or child.model),
+            child.state,
+            by_call.get(call, ""),
+            f"{(child.updated_at - child.created_at) * 1000:.0f}",
+            escape(redact(child.title or child.task)[:70]),
+        )
+        _step_rows(store, table, child.id, indent + "  " + short + "/")
 
 
 def rollback(

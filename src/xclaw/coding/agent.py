@@ -74,6 +74,7 @@ class Agent:
         keep_processes: KeepProcesses | None = None,
         model_spec: str | None = None,
         context_budget: bool = True,
+        prompt_reserve: int = 0,
         sandbox: Any = None,
     ) -> None:
         root = Path(workdir).expanduser()
@@ -101,6 +102,9 @@ class Agent:
         self.keep_processes = keep_processes
         self.model_spec = model_spec
         self.context_budget = context_budget
+        # Tokens hooks add to each request after the budget fits the conversation (recalled
+        # memories, a loaded skill): kept free in the window.
+        self.prompt_reserve = max(0, prompt_reserve)
         # A SandboxChoice-like factory result, a Sandbox, or None for the default (auto).
         self.sandbox_factory = sandbox
 
@@ -381,7 +385,8 @@ class Agent:
         reserve = min(info.profile.max_output_tokens or 8_192, info.profile.context_window // 4)
         budget = ContextBudget(
             info.profile.context_window,
-            reserve_output=reserve + 4_000,  # the tool schemas travel with every request
+            # the tool schemas travel with every request, and what hooks add to it
+            reserve_output=reserve + 4_000 + self.prompt_reserve,
             counter=counter_for_model(info.name),
         )
         return [budget_hook(budget, self.model)]

@@ -7,14 +7,20 @@ missing, so the run goes on and nobody is misled.
 
 The note is a user message that starts with ``NOTE_PREFIX``; ``ContextNote.parse`` reads it
 back, so a later trim (or a resumed session) extends it instead of stacking a second one.
+
+Drop listeners (``on_drop``) see the turns about to be removed first, e.g. so long-term memory
+can keep their durable facts; they are per task (a context variable), never module state.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import logging
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +61,40 @@ _SECTIONS = {
 _HEADING = re.compile(
     r"^\s*[#*]*\s*(" + "|".join(_SECTIONS) + r")\b\s*[*]*\s*:?\s*[*]*\s*(.*)$", re.I
 )
+OnDrop = Callable[[Sequence[Message]], None]
+_drop_listeners: contextvars.ContextVar[tuple[OnDrop, ...]] = contextvars.ContextVar(
+    "xclaw_context_drop_listeners", default=()
+)
+_log = logging.getLogger("xclaw.context")
+
+
+def add_drop_listener(listener: OnDrop) -> None:
+    """Call ``listener(removed_messages)`` before turns are compacted away, for the rest of
+    the current task (an asyncio task copies its context, so runs never share listeners)."""
+    current = _drop_listeners.get()
+    if listener not in current:
+        _drop_listeners.set((*current, listener))
+
+
+@contextmanager
+def on_drop(listener: OnDrop) -> Iterator[None]:
+    """``add_drop_listener`` for the duration of a ``with`` block."""
+    token = _drop_listeners.set((*_drop_listeners.get(), listener))
+    try:
+        yield
+    finally:
+        _drop_listeners.reset(token)
+
+
+def notify_dropped(messages: Sequence[Message]) -> None:
+    """Tell the listeners which turns are about to go; a failing listener is logged only."""
+    for listener in _drop_listeners.get():
+        try:
+            listener(messages)
+        except Exception as err:  # a listener must never break the context fit
+            _log.warning("context drop listener failed: %s", _describe(err))
+
+
 _CALL_ARGS_CHARS = 600
 _RESULT_CHARS = 1_500
 _TEXT_CHARS = 3_000
@@ -221,6 +261,7 @@ async def compact(
     ``verification``, ``open_items``, plus ``notes`` and ``summary``); on failure ``ok`` is
     False, ``error`` says why, and the note carries plain truncation that says so.
     """
+    notify_dropped(messages)
     removed = (previous.removed_turns if previous else 0) + count_turns(messages)
     prompt = _summary_prompt(messages, counter, previous, task, known_files, max_input_tokens)
     words = max(50, max_summary_tokens * 3 // 5)

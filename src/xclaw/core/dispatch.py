@@ -244,7 +244,16 @@ async def _execute(
 ) -> tuple[ToolResult, float]:
     call_id = prepared.call.call_id
     state.recorder.started(state, prepared)  # durable before any side effect
-    emit(deps, state, "tool.started", call_id, name=prepared.call.name)
+    decision = prepared.decision
+    emit(
+        deps,
+        state,
+        "tool.started",
+        call_id,
+        name=prepared.call.name,
+        risk=str(decision.risk),
+        decision=decision.action,
+    )
     start = time.perf_counter()
 
     def output(stream: str, text: str) -> None:

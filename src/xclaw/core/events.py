@@ -1,4 +1,4 @@
-"""Typed runtime events (names from seed 000 §6.2, plus model text deltas).
+"""Typed runtime events (names from seed 000 §6.2, plus model text deltas and multi-agent).
 
 Surfaces subscribe to an ``EventBus``; they observe, they never drive state.
 """
@@ -33,6 +33,20 @@ EventType = Literal[
     "run.completed",
     "run.interrupted",
     "run.failed",
+    # Chronos (seed 003 ch. 11): unattended runs and what happens around them.
+    "approval.denied",
+    "chronos.fired",
+    "chronos.skipped",
+    "chronos.finished",
+    "chronos.failed",
+    "webhook.received",
+    "notify.sent",
+    "notify.failed",
+    # Multi-agent (xclaw.agents): the route chosen before the orchestrator runs, and the
+    # children a parent run starts and collects.
+    "agents.routed",
+    "agents.child_started",
+    "agents.child_finished",
 ]
 
 EVENT_TYPES: tuple[str, ...] = EventType.__args__  # type: ignore[attr-defined]

@@ -152,9 +152,12 @@ async def ask_model(state: RunState, deps: LoopDeps) -> Message:
     request = ModelRequest(deps.hooks.view_messages(state), deps.toolbox.specs())
     turn = TurnCollector()
     started = time.perf_counter()
+    first_ms: float | None = None  # time to the first streamed event (tracing's TTFT)
     try:
         async with asyncio.timeout(deps.limits.turn_timeout_s):
             async for ev in deps.model.respond(request):
+                if first_ms is None:
+                    first_ms = (time.perf_counter() - started) * 1000
                 turn.add(ev)
                 if isinstance(ev, TextDelta):
                     emit(deps, state, "model.streaming", delta=ev.text)
@@ -181,6 +184,7 @@ async def ask_model(state: RunState, deps: LoopDeps) -> Message:
         stop_reason=turn.stop,
         input_tokens=turn.input_tokens,
         output_tokens=turn.output_tokens,
+        first_event_ms=None if first_ms is None else round(first_ms, 1),
     )
     return message
 

@@ -5,6 +5,14 @@ message starts a run of the coding agent with that session id, later messages co
 (``Agent.follow_up``), so ``xclaw resume``/``xclaw sessions`` see it and a gateway restart loses
 nothing. Each live session has its own agent, event bus and approver; loop events go only to the
 channels subscribed to that session. Messages queue in order; ``stop`` cancels the running turn.
+
+Several instances (:mod:`xclaw.gateway.fanout`, Redis): messages queue in Redis, the instance
+holding a session's lease runs them and publishes the session's frames; the others relay
+those frames to their clients and send stops and approval answers to the holder. An instance
+that dies mid-turn leaves its message in Redis; whoever claims the lease next resumes the
+session from the store (``Agent.resume``: the ledger redoes no completed side effect).
+``drain`` (SIGTERM) refuses new messages, lets running turns finish within a timeout, then
+interrupts what still runs (recorded, resumable) and lets the leases go.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from xclaw.core.state import RunControl, RunResult
 from xclaw.core.tooling import Answer, Approver
 from xclaw.gateway.acp import (
     AcpMessage,
+    ApprovalRequestFrame,
     DeltaFrame,
     ErrorFrame,
     EventFrame,
@@ -34,6 +43,7 @@ from xclaw.gateway.acp import (
     ReplyFrame,
     ServerFrame,
 )
+from xclaw.gateway.fanout import Fanout, LeaseLost, LocalFanout, Taken
 from xclaw.gateway.sessions import Channel, ChannelApprover, LiveSession, session_messages
 from xclaw.redact import redact
 
@@ -63,7 +73,8 @@ def cli_session_id(root: Path, user: str | None = None) -> str:
 
 
 def new_web_session_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S-web-") + secrets.token_hex(3)
+    # 48 random bits: a thousand sessions opened in one second must not share an id
+    return time.strftime("%Y%m%d-%H%M%S-web-") + secrets.token_hex(6)
 
 
 class Gateway:
@@ -76,6 +87,7 @@ class Gateway:
         *,
         workdir: Path | None = None,
         approval_timeout: float = 300.0,
+        fanout: Fanout | None = None,
     ) -> None:
         self.make_agent = make_agent
         self.store = store
@@ -83,7 +95,13 @@ class Gateway:
         self.approval_timeout = approval_timeout
         self.channels: set[str] = {"web", "cli"}
         self._live: dict[str, LiveSession] = {}
+        self._watching: dict[int, set[str]] = {}  # id(channel) -> the sessions it watches
         self._closing: set[asyncio.Future[None]] = set()
+        self.fanout: Fanout = fanout or LocalFanout()
+        self.draining = False
+        self._remote = _RemoteChannel(self.fanout)  # the other instances' clients
+        self._remote_approvals: dict[str, str] = {}  # request id -> session, asked elsewhere
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def register_channel(self, name: str) -> None:
         self.channels.add(name)
@@ -94,8 +112,8 @@ class Gateway:
         if channel not in self.channels:
             raise GatewayError(f"Unknown channel {channel!r}.", code="CHANNEL_UNKNOWN")
         if session_id is None:
-            session_id = new_web_session_id()
-        elif not _SESSION_ID.match(session_id):
+            return self._new_session(channel, caller)
+        if not _SESSION_ID.match(session_id):
             raise GatewayError("That is not a session id.", code="SESSION_ID_INVALID")
         live = self._live.get(session_id)
         if live is None:
@@ -103,6 +121,16 @@ class Gateway:
             live = LiveSession(session_id, channel, caller, exists=exists)
             self._live[session_id] = live
         return live
+
+    def _new_session(self, channel: str, caller: str) -> LiveSession:
+        """A fresh id, never one that is live or recorded: a new connection must not land in
+        another caller's session."""
+        while True:
+            session_id = new_web_session_id()
+            if session_id not in self._live and self.store.get_session(session_id) is None:
+                live = LiveSession(session_id, channel, caller)
+                self._live[session_id] = live
+                return live
 
     def find(self, session_id: str) -> LiveSession:
         live = self._live.get(session_id)
@@ -115,11 +143,25 @@ class Gateway:
             raise GatewayError(f"There is no session {session_id!r}.", code="SESSION_NOT_FOUND")
         return live
 
+    def watch(self, live: LiveSession, channel: Channel) -> None:
+        """``channel`` gets ``live``'s frames until it is detached."""
+        first = not _local(live)
+        live.subscribe(channel)
+        self._watching.setdefault(id(channel), set()).add(live.id)
+        if first:
+            self.fanout.watch(live.id)
+
     def detach(self, channel: Channel) -> None:
         """A connection is gone: it gets nothing more, its pending approvals are denied, and
-        sessions nobody watches or runs are let go (the store keeps them)."""
-        for live in list(self._live.values()):
+        sessions nobody watches or runs are let go (the store keeps them). Only the sessions
+        it watched are visited: a thousand connections leaving is not a million steps."""
+        for session_id in self._watching.pop(id(channel), ()):
+            live = self._live.get(session_id)
+            if live is None:
+                continue
             live.unsubscribe(channel)
+            if not _local(live):
+                self.fanout.unwatch(live.id)
             if not live.subscribers and _idle(live):
                 del self._live[live.id]
                 if live.agent is not None:
@@ -131,8 +173,16 @@ class Gateway:
         """Queue ``message`` on its session (in order); the reply goes to its subscribers."""
         if message.session_id is None:
             raise GatewayError("A message needs a session.", code="SESSION_REQUIRED")
+        if self.draining:
+            raise GatewayError(
+                "The gateway is shutting down; send it again in a moment.",
+                code="GATEWAY_DRAINING",
+            )
         live = self.open_session(message.channel, message.caller, message.session_id)
-        live.subscribe(reply_to)
+        self.watch(live, reply_to)
+        if self.fanout.distributed:
+            self._spawn(self._enqueue_shared(live, message))
+            return live
         live.queue.put_nowait(message)
         if live.worker is None or live.worker.done():
             live.worker = asyncio.get_running_loop().create_task(self._work(live))
@@ -142,6 +192,9 @@ class Gateway:
         """Cancel the running turn of a session (queued messages stay queued)."""
         live = self._live.get(session_id)
         if live is None or live.control is None:
+            if self.fanout.distributed and live is not None:
+                self.fanout.send_command(session_id, {"type": "stop"})
+                return True
             return False
         for fut in live.approvals.values():
             if not fut.done():
@@ -155,42 +208,218 @@ class Gateway:
         for live in self._live.values():
             if request_id in live.approvals and channel in live.subscribers:
                 return live.answer(request_id, answer)
+        session_id = self._remote_approvals.get(request_id)
+        remote = self._live.get(session_id) if session_id else None
+        if remote is not None and channel in remote.subscribers:
+            del self._remote_approvals[request_id]
+            command = {"type": "answer", "requestId": request_id, "answer": answer}
+            self.fanout.send_command(remote.id, command)
+            return True
         return False
+
+    def is_running(self, session_id: str) -> bool:
+        """A turn of the session runs, waits for an approval, or is queued in this gateway."""
+        live = self._live.get(session_id)
+        return live is not None and (not _idle(live) or live.control is not None)
+
+    @property
+    def live_count(self) -> int:
+        """Sessions held live (connected, or finishing a turn)."""
+        return len(self._live)
 
     def history(self, session_id: str) -> HistoryFrame:
         live = self.find(session_id)
         items = [i.payload for i in self.store.load_items(live.id)] if live.exists else []
         return HistoryFrame(session_id=live.id, messages=session_messages(items))
 
+    async def start(self) -> None:
+        """Connect to the other instances (a no-op for one process)."""
+        await self.fanout.start(self)
+
+    async def ready(self) -> bool:
+        """Taking messages: not draining, the store answers, the fan-out answers."""
+        if self.draining:
+            return False
+        try:
+            self.store.get_session("readyz-probe")
+        except Exception:  # noqa: BLE001 - any store failure means "not ready"
+            log.warning("readiness: the store does not answer", exc_info=True)
+            return False
+        return await self.fanout.ready()
+
+    async def drain(self, grace: float) -> None:
+        """Shutdown: refuse new messages, let running turns finish for ``grace`` seconds,
+        then interrupt the rest (recorded, resumable) and let every lease go."""
+        self.draining = True
+        workers = {w for live in self._live.values() if (w := live.worker) and not w.done()}
+        if workers:
+            log.info("draining: waiting up to %.0fs for %d turns", grace, len(workers))
+            _done, pending = await asyncio.wait(workers, timeout=grace)
+            if pending:
+                for live in list(self._live.values()):
+                    if live.worker in pending:
+                        self.stop(live.id)
+                # an interrupted turn records its end before it returns
+                await asyncio.wait(pending, timeout=10.0)
+        for live in list(self._live.values()):
+            if self.fanout.distributed:
+                await self.fanout.drop(live.id)
+
     async def close(self) -> None:
         for live in self._live.values():
             if live.worker is not None:
                 live.worker.cancel()
+        for task in self._tasks:
+            task.cancel()
         for live in self._live.values():
             if live.agent is not None:
                 await live.agent.model.aclose()
+        await self.fanout.close()
+
+    # -- the other instances (FanoutHandler) ------------------------------------------------
+    def deliver(self, session_id: str, frame: ServerFrame) -> None:
+        """A frame of a session run elsewhere, to this instance's clients only."""
+        live = self._live.get(session_id)
+        if live is None:
+            return
+        if isinstance(frame, ApprovalRequestFrame):
+            if len(self._remote_approvals) > 10_000:  # answers that never came
+                self._remote_approvals.clear()
+            self._remote_approvals[frame.request_id] = session_id
+        for channel in _local(live):
+            try:
+                channel.send(frame)
+            except Exception:  # noqa: BLE001 - a gone client must not stop the others
+                live.unsubscribe(channel)
+
+    def command(self, session_id: str, command: dict[str, Any]) -> None:
+        """A stop or an approval answer given on another instance."""
+        live = self._live.get(session_id)
+        if live is None:
+            return
+        if command.get("type") == "stop":
+            self.stop(session_id)
+        elif command.get("type") == "answer":
+            answer = command.get("answer")
+            if answer in ("once", "task", "deny"):
+                live.answer(str(command.get("requestId")), answer)
+
+    def claim(self, session_id: str) -> None:
+        """We hold the lease of a session whose holder went away: run what waits."""
+        record = self.store.get_session(session_id)
+        if self.draining or (record is not None and Path(record.root).resolve() != self.workdir):
+            self._spawn(self.fanout.drop(session_id))  # not ours to run
+            return
+        kind = "cli" if session_id.startswith("cli-") else "web"
+        live = self._live.get(session_id) or self.open_session(kind, "fanout", session_id)
+        self._own(live)
+
+    def lost(self, session_id: str) -> None:
+        """Another instance may run the session now: this one must stop at once."""
+        log.warning("lost the lease of session %s: interrupting its turn", session_id)
+        live = self._live.get(session_id)
+        if live is not None and live.control is not None:
+            self.stop(session_id)
+
+    # -- shared queue -----------------------------------------------------------------------
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _enqueue_shared(self, live: LiveSession, message: AcpMessage) -> None:
+        try:
+            holder = await self.fanout.enqueue(message)
+        except Exception as err:  # noqa: BLE001 - said to the clients, not swallowed
+            log.warning("session %s: the message could not be queued", live.id, exc_info=True)
+            frame = ErrorFrame(
+                session_id=live.id,
+                code="FANOUT_UNAVAILABLE",
+                message=redact(f"The message could not be queued: {err}"),
+            )
+            live.broadcast(frame)
+            return
+        if holder:
+            self._own(live, probe=False)  # our message is there: no need to look first
+
+    def _own(self, live: LiveSession, *, probe: bool = True) -> None:
+        """This instance holds the session's lease: run its queue; frames go everywhere."""
+        live = self._live.setdefault(live.id, live)
+        live.subscribe(self._remote)
+        worker = live.worker
+        if worker is not None and not worker.done():
+            # the lease came back while the last worker was ending: run again after it
+            worker.add_done_callback(lambda _task: self._own_again(live))
+            return
+        live.worker = asyncio.get_running_loop().create_task(self._work_shared(live, probe))
+
+    def _counters(self, session_id: str) -> Callable[[], tuple[int, int, int]]:
+        return lambda: self.store.counters(session_id)
+
+    def _own_again(self, live: LiveSession) -> None:
+        if self.fanout.holds(live.id) and not self.draining:
+            self._own(live)
+
+    async def _work_shared(self, live: LiveSession, probe: bool = True) -> None:
+        try:
+            while not self.draining:
+                try:
+                    taken = await self.fanout.take(live.id, self._counters(live.id), probe=probe)
+                except LeaseLost:
+                    break
+                probe = False  # from here on a message is known to wait whenever we look
+                if taken is None:
+                    if await self.fanout.release(live.id):
+                        break
+                    continue
+                live.broadcast(await self._turn(live, taken.message, taken))
+                if not await self.fanout.finish(live.id):  # nothing waits: let go
+                    break
+        except Exception:  # noqa: BLE001 - Redis away: the lease lapses, another resumes
+            log.exception("session %s: the shared queue failed", live.id)
+        finally:
+            if self.draining:
+                await self.fanout.drop(live.id)
+            if not self.fanout.holds(live.id):  # else claimed again meanwhile: _own reruns
+                live.unsubscribe(self._remote)
+                if not live.subscribers and self._live.get(live.id) is live:
+                    del self._live[live.id]
+                    agent, live.agent = live.agent, None
+                    if agent is not None:
+                        await agent.model.aclose()
 
     # -- turns ------------------------------------------------------------------------------
     async def _work(self, live: LiveSession) -> None:
         while not live.queue.empty():
             message = live.queue.get_nowait()
+            if self.draining:  # never recorded: the client is told to send it again
+                live.broadcast(_draining_error(live.id))
+                continue
             live.broadcast(await self._turn(live, message))
         if not live.subscribers and self._live.get(live.id) is live:
             del self._live[live.id]  # everyone left during the turn: let it go now
             if live.agent is not None:
                 await live.agent.model.aclose()
 
-    async def _turn(self, live: LiveSession, message: AcpMessage) -> ServerFrame:
+    async def _turn(
+        self, live: LiveSession, message: AcpMessage, taken: Taken | None = None
+    ) -> ServerFrame:
         try:
             agent = live.agent or self._agent_for(live)
         except XclawError as err:
             return ErrorFrame(session_id=live.id, code=err.code, message=redact(err.message))
+        if taken is not None and not live.exists:  # another instance may have recorded it
+            live.exists = self.store.get_session(live.id) is not None
+            if taken.recovered and live.exists:
+                ended = self._ended_before_crash(live, taken)
+                if ended is not None:
+                    return ended
         control = RunControl()
         live.control = control
         unsubscribe = agent.bus.subscribe(lambda ev: _relay(live, ev))
         try:
             # its own task: a stop cancels the turn, never this worker
-            run = self._start(agent, live, message, control)
+            run = self._start(agent, live, message, control, taken)
             result = await asyncio.get_running_loop().create_task(run)
         except XclawError as err:
             return ErrorFrame(session_id=live.id, code=err.code, message=redact(err.message))
@@ -203,17 +432,65 @@ class Gateway:
         return ReplyFrame(session_id=live.id, text=result.reply, status=result.status)
 
     async def _start(
-        self, agent: Agent, live: LiveSession, message: AcpMessage, control: RunControl
+        self,
+        agent: Agent,
+        live: LiveSession,
+        message: AcpMessage,
+        control: RunControl,
+        taken: Taken | None = None,
     ) -> RunResult:
+        if taken is not None and taken.recovered and live.exists:
+            if self.store.counters(live.id) != taken.counters:
+                # the dead holder had started this message: continue where it stopped
+                log.info("session %s: resuming a turn another instance left", live.id)
+                return await agent.resume(live.id, control=control)
         if live.exists:
             return await agent.follow_up(live.id, message.content, control=control)
         live.exists = True
         return await agent.run(message.content, control=control, session_id=live.id)
 
+    def _ended_before_crash(self, live: LiveSession, taken: Taken) -> ServerFrame | None:
+        """A message the dead holder ran to its end (only the bookkeeping was lost): its
+        reply, from the store. None when it must still run or resume."""
+        record = self.store.get_session(live.id)
+        if record is None or record.state == "running":
+            return None
+        if self.store.counters(live.id) == taken.counters:
+            return None  # never started
+        lines = session_messages([i.payload for i in self.store.load_items(live.id)])
+        text = lines[-1]["text"] if lines and lines[-1]["role"] == "assistant" else ""
+        status = "completed" if record.state == "success" else "interrupted"
+        return ReplyFrame(session_id=live.id, text=text, status=status)
+
     def _agent_for(self, live: LiveSession) -> Agent:
         approver = ChannelApprover(live, timeout=self.approval_timeout)
         live.agent = self.make_agent(EventBus(), approver)
         return live.agent
+
+
+class _RemoteChannel:
+    """The clients of the other instances, as one subscriber of the sessions this instance
+    runs: what it is sent is published to them."""
+
+    name = "remote"
+
+    def __init__(self, fanout: Fanout) -> None:
+        self.fanout = fanout
+
+    def send(self, frame: ServerFrame) -> None:
+        self.fanout.publish(frame.session_id, frame)
+
+
+def _local(live: LiveSession) -> list[Channel]:
+    return [c for c in live.subscribers if not isinstance(c, _RemoteChannel)]
+
+
+def _draining_error(session_id: str) -> ErrorFrame:
+    return ErrorFrame(
+        session_id=session_id,
+        code="GATEWAY_DRAINING",
+        message="The gateway is shutting down; send it again in a moment.",
+    )
 
 
 def _idle(live: LiveSession) -> bool:

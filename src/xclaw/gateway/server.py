@@ -12,15 +12,20 @@ Usage (tests, ``xclaw serve``)::
     server.url      # "http://127.0.0.1:PORT";  server.ws_url -> "ws://127.0.0.1:PORT/ws"
     server.stop()
 
-Routes: ``GET /healthz`` (no auth), ``POST /auth/session`` (bearer -> cookie), ``GET
-/api/sessions?q=``, ``GET /api/sessions/{id}``, ``WS /ws`` (``?session=ID`` reopens a session,
-``?channel=cli`` takes the project's fixed CLI session), and the static web UI at ``/``.
+Routes: ``GET /healthz`` (liveness, no auth), ``GET /readyz`` (readiness, no auth: store and
+Redis answer, not draining; only ``{"ready": bool}``), ``POST /auth/session`` (bearer ->
+cookie), ``GET /api/sessions?q=``, ``GET /api/sessions/{id}`` (its chat lines, its timeline
+of messages and tool calls, its steps), ``WS /ws`` (``?session=ID`` reopens a session,
+``?channel=cli`` takes the project's fixed CLI session), rollback/fork and change-job review
+(:mod:`xclaw.gateway.review`), ``GET /metrics`` (Prometheus, when ``create_app`` is given
+``metrics``), and the static web UI at ``/``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -35,8 +40,17 @@ from fastapi.staticfiles import StaticFiles
 
 from xclaw.gateway.auth import COOKIE, GatewayAuth, install_log_redaction
 from xclaw.gateway.channels.base import ChatAdapter
+from xclaw.gateway.drain import DrainingServer
 from xclaw.gateway.gateway import Gateway
+from xclaw.gateway.review import review_router
+from xclaw.gateway.sessions import session_messages
 from xclaw.gateway.ws import serve_connection
+from xclaw.obs.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from xclaw.obs.metrics import ConnectionCounter, RunMetrics
+from xclaw.obs.wiring import observing
+from xclaw.patch.job import JobStore
+from xclaw.redact import redact_json
+from xclaw.store.base import TranscriptItem
 
 __all__ = ["STATIC_DIR", "GatewayServer", "create_app"]
 
@@ -50,14 +64,18 @@ def create_app(
     static_dir: Path | None = None,
     routers: Sequence[APIRouter] = (),
     channels: Sequence[ChatAdapter] = (),
+    jobs: JobStore | None = None,
+    metrics: RunMetrics | None = None,
 ) -> FastAPI:
     """The gateway app: routes above, every one but ``/healthz`` and the UI behind ``auth``.
     ``channels`` run while the app does; ``routers`` (and a channel's ``router``) are chat
     platforms' callback endpoints, which check the platform's own signature instead (a
-    platform cannot hold our token)."""
+    platform cannot hold our token). ``jobs`` is where change jobs are read (default: the
+    user's job store). ``metrics``: every session's runs feed it, ``GET /metrics`` shows it."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await gateway.start()
         for channel in channels:
             await channel.start()
         try:
@@ -75,7 +93,11 @@ def create_app(
         return JSONResponse({"error": exc.status_code}, status_code=exc.status_code)
 
     _auth_routes(app, auth)
+    _readiness_route(app, gateway)
     _api_routes(app, gateway, auth)
+    app.include_router(review_router(gateway, auth, jobs))
+    if metrics is not None:
+        _metrics_route(app, gateway, auth, metrics)
 
     @app.websocket("/ws")
     async def ws(websocket: WebSocket) -> None:
@@ -106,6 +128,14 @@ def _auth_routes(app: FastAPI, auth: GatewayAuth) -> None:
         return response
 
 
+def _readiness_route(app: FastAPI, gateway: Gateway) -> None:
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        # nothing but the verdict: a load balancer needs no more, a stranger gets no more
+        ready = await gateway.ready()
+        return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
+
+
 def _api_routes(app: FastAPI, gateway: Gateway, auth: GatewayAuth) -> None:
     def require(request: Request) -> None:
         verdict = auth.check(request.headers, request.cookies)
@@ -132,11 +162,26 @@ def _api_routes(app: FastAPI, gateway: Gateway, auth: GatewayAuth) -> None:
         return _session_detail(gateway, session_id)
 
 
+def _metrics_route(app: FastAPI, gateway: Gateway, auth: GatewayAuth, metrics: RunMetrics) -> None:
+    """``GET /metrics`` (Prometheus text, behind ``auth``): sessions' runs counted from their
+    event buses, live sessions and open WebSockets as gauges."""
+    gateway.make_agent = observing(gateway.make_agent, metrics.attach)
+    metrics.count_sessions(lambda: gateway.live_count)  # read at each scrape
+    app.add_middleware(ConnectionCounter, gauge=metrics.connections)
+
+    @app.get("/metrics")
+    async def scrape(request: Request) -> Response:
+        verdict = auth.check(request.headers, request.cookies)
+        if verdict != "ok":
+            raise HTTPException(403 if verdict == "forbidden" else 401)
+        return Response(metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
+
+
 def _session_detail(gateway: Gateway, session_id: str) -> dict[str, Any]:
     record = gateway.store.get_session(session_id)
     if record is None or Path(record.root).resolve() != gateway.workdir:
         raise HTTPException(404)
-    history = gateway.history(session_id)
+    items = gateway.store.load_items(record.id)
     steps = [
         {
             "id": s.step_id,
@@ -152,23 +197,98 @@ def _session_detail(gateway: Gateway, session_id: str) -> dict[str, Any]:
         "id": record.id,
         "title": record.title,
         "state": record.state,
-        "messages": history.messages,
+        "parentId": record.parent_id,
+        "messages": session_messages([i.payload for i in items]),
+        "timeline": timeline(items),
         "steps": steps,
     }
+
+
+def timeline(items: Sequence[TranscriptItem]) -> list[dict[str, Any]]:
+    """A transcript as the UI redraws it after a reload: chat lines and tool cards in order.
+
+    A tool entry is its ``function_call`` (name, arguments) joined with its
+    ``function_call_output`` (the ToolResult: ok, message, data); a call without an output
+    was cut off. Secrets are redacted.
+    """
+    from xclaw.coding.prompt import task_from_message
+    from xclaw.core.messages import ToolResult
+
+    out: list[dict[str, Any]] = []
+    calls: dict[str, dict[str, Any]] = {}
+    for item in items:
+        payload = item.payload
+        kind = payload.get("type")
+        if kind == "message" and payload.get("role") in ("user", "assistant"):
+            role = str(payload["role"])
+            parts = payload.get("content") or []
+            text = "".join(str(c.get("text", "")) for c in parts if isinstance(c, dict))
+            if text.strip():
+                text = task_from_message(text) if role == "user" else text
+                out.append({"kind": "message", "role": role, "text": text})
+        elif kind == "function_call":
+            call_id = str(payload.get("call_id", ""))
+            entry = {
+                "kind": "tool",
+                "callId": call_id,
+                "name": str(payload.get("name", "")),
+                "arguments": _json_or_text(payload.get("arguments")),
+                "step": item.step_id,
+                "result": None,
+            }
+            calls[call_id] = entry
+            out.append(entry)
+        elif kind == "function_call_output":
+            call_id = str(payload.get("call_id", ""))
+            raw = _json_or_text(payload.get("output"))
+            result = ToolResult.from_dict(raw) if isinstance(raw, dict) else None
+            shown = result.to_dict() if result else {"ok": True, "message": str(raw)}
+            if call_id in calls:
+                calls[call_id]["result"] = shown
+            else:  # an output whose call is gone (rolled back past it): shown on its own
+                out.append(
+                    {
+                        "kind": "tool",
+                        "callId": call_id,
+                        "name": "",
+                        "arguments": None,
+                        "step": item.step_id,
+                        "result": shown,
+                    }
+                )
+    redacted: list[dict[str, Any]] = redact_json(out)
+    return redacted
+
+
+def _json_or_text(raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
 
 
 class GatewayServer:
     """Runs ``app`` under uvicorn in a thread on ``host:port`` (port 0: a free one)."""
 
     def __init__(
-        self, app: FastAPI, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning"
+        self,
+        app: FastAPI,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        log_level: str = "warning",
+        drain_grace: float = 30.0,
     ) -> None:
         self.app = app
         self.host = host
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP named explicitly: asyncio turns Nagle off only on such sockets, and
+        # with it on every streamed frame waits ~40 ms for a delayed ACK.
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
-        self.sock.listen(128)
+        self.sock.listen(2048)
         self.port: int = self.sock.getsockname()[1]
         install_log_redaction()
         config = uvicorn.Config(
@@ -180,7 +300,14 @@ class GatewayServer:
             log_config=None,  # records go to the root logger (stderr), through the redactor
             server_header=False,
         )
-        self.server = uvicorn.Server(config)
+        # SIGTERM drains the gateway (running turns finish or are checkpointed) before exit;
+        # other apps (a webhook receiver in tests) stop as uvicorn stops them
+        gateway = getattr(app.state, "gateway", None)
+        self.server = (
+            DrainingServer(config, gateway, drain_grace)
+            if isinstance(gateway, Gateway)
+            else uvicorn.Server(config)
+        )
         self._thread: threading.Thread | None = None
 
     @property

@@ -33,6 +33,7 @@ __all__ = ["WebChannel", "serve_connection"]
 
 CLOSE_UNAUTHORIZED = 4401
 CLOSE_FORBIDDEN = 4403
+CLOSE_TRY_AGAIN = 1013  # draining for a shutdown: another instance (or this one, later)
 
 
 class WebChannel:
@@ -48,8 +49,9 @@ class WebChannel:
         self.outbox.put_nowait(frame)
 
     async def pump(self) -> None:
+        # pydantic-core writes the JSON text itself: no dict, no json.dumps per frame
         while (frame := await self.outbox.get()) is not None:
-            await self.websocket.send_json(frame.model_dump(by_alias=True, mode="json"))
+            await self.websocket.send_text(frame.model_dump_json(by_alias=True))
 
 
 async def serve_connection(gateway: Gateway, auth: GatewayAuth, websocket: WebSocket) -> None:
@@ -61,6 +63,9 @@ async def serve_connection(gateway: Gateway, auth: GatewayAuth, websocket: WebSo
         return
     kind = "cli" if websocket.query_params.get("channel") == "cli" else "web"
     await websocket.accept()
+    if gateway.draining:
+        await websocket.close(code=CLOSE_TRY_AGAIN)
+        return
     channel = WebChannel(websocket, kind)
     try:
         own = _own_session(gateway, channel, websocket.query_params.get("session"))
@@ -68,7 +73,7 @@ async def serve_connection(gateway: Gateway, auth: GatewayAuth, websocket: WebSo
         await websocket.send_json(_error("", err.code, err.message).model_dump(by_alias=True))
         await websocket.close(code=4404)
         return
-    own.subscribe(channel)
+    gateway.watch(own, channel)
     channel.send(SessionFrame(session_id=own.id))
     writer = asyncio.get_running_loop().create_task(channel.pump())
     try:
@@ -129,7 +134,7 @@ def _dispatch(
         gateway.stop(frame.session_id or own.id)
     else:
         live = gateway.find(frame.session_id or own.id)
-        live.subscribe(channel)
+        gateway.watch(live, channel)
         channel.send(gateway.history(live.id))
 
 

@@ -4,7 +4,8 @@ A script is a list of assistant turns (JSONL or YAML). Each turn has ``text`` an
 ``tool_calls`` (``{id?, name, arguments}``), or ``raw`` text for text-protocol transports, and
 optional ``expect`` checks on what the model was sent:
 
-    - expect: {last_contains: ["exit code 1"], last_ok: false, tools_include: ["fs.read"]}
+    - expect: {last_contains: ["exit code 1"], last_ok: false, tools_include: ["fs.read"],
+               system_contains: ["Relevant memories"]}
       tool_calls: [{name: fs.read, arguments: {path: src/main.js}}]
 
 Strings may quote an earlier tool result the model has seen: ``{{result:CALL_ID.PATH}}``
@@ -181,6 +182,10 @@ def check_expectations(expect: dict[str, Any], request: ModelRequest, position: 
             raise ScriptMismatch(
                 f"turn {position}: expected last tool results ok={expect['last_ok']}"
             )
+    system = "\n".join(m.text for m in request.messages if m.role == "system")
+    for needle in expect.get("system_contains", []):
+        if needle not in system:
+            raise ScriptMismatch(f"turn {position}: the system prompt lacks {needle!r}")
     names = {t.name for t in request.tools}
     for name in expect.get("tools_include", []):
         if name not in names:

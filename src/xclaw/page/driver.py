@@ -11,6 +11,12 @@ for ``load``; the library is re-installed afterwards if the new document lacks i
 short by a navigation (the execution context destroyed) is retried on the new document, except
 a ``dom`` action, which is reported as having started that navigation.
 
+With a ``guard`` (``tools/browser_guard.NavigationGuard``), every request of the page's
+context is judged as the policy judges ``navigate goto``: a redirect, a script, a link or a
+form that would take the page (or a frame, or a ``fetch``) to a non-web scheme, a file outside
+the project or a private address is stopped, and the page tools report it
+(``BROWSER_NAVIGATION_BLOCKED``). A ``goto`` the policy (or a human) allowed passes.
+
 ``evaluate`` compiles the expression in the page with ``new Function`` (expression first, then
 a statement block). A page whose Content-Security-Policy forbids that (no ``unsafe-eval``) is
 answered through Playwright's ``page.evaluate_handle`` instead, serialised the same way.
@@ -19,16 +25,20 @@ answered through Playwright's ``page.evaluate_handle`` instead, serialised the s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Frame, Page
 
 from xclaw.core.errors import ToolError
 from xclaw.page.snapshot import FIRST_ROUND, MANUAL, Snapshot, SnapshotOptions
+
+if TYPE_CHECKING:
+    from xclaw.tools.browser_guard import NavigationGuard
 
 __all__ = ["DOM_CHANGING_ACTIONS", "NAVIGATION_ACTIONS", "PageDriver", "library_source"]
 
@@ -133,15 +143,21 @@ class PageDriver:
         *,
         project_root: Path | None = None,
         navigation_timeout_s: float = 30.0,
+        guard: NavigationGuard | None = None,
     ) -> None:
         self.page = page
         self.project_root = project_root
         self.navigation_timeout_s = navigation_timeout_s
+        self.guard = guard
+        self._guard_installed = False
         self._init_script_added = False
 
     # ------------------------------------------------------------------ installing
     async def install(self) -> None:
         """Register the library for future documents and put it into the current ones."""
+        if self.guard is not None and not self._guard_installed:
+            await self.guard.install(self.page.context)
+            self._guard_installed = True
         if not self._init_script_added:
             await self.page.add_init_script(script=library_source())
             self._init_script_added = True
@@ -244,7 +260,13 @@ class PageDriver:
                 hint="Use goto, back, forward, reload or scroll.",
             )
         before = self.page.url
-        status = await self._navigate(action, args.get("url"))
+        if self.guard is not None and not self._guard_installed:
+            await self.install()
+        url_arg = args.get("url")
+        if self.guard is not None and action == "goto" and isinstance(url_arg, str):
+            await self.guard.approve(url_arg.strip())  # the policy allowed it, or a human
+        with self.guard.during() if self.guard is not None else contextlib.nullcontext():
+            status = await self._navigate(action, url_arg)
         await self._ensure_main()
         url = self.page.url
         moved = url != before or action in ("goto", "reload")

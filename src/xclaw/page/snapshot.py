@@ -4,8 +4,13 @@ The text comes from the in-page library (``js/autopilot.js``): one line per elem
 ``[tag] "name" key=attrs runtime-state #ref``, children indented. Only interactive elements
 carry a ref; text held by a layout element prints as ``"text"`` alone. Layout containers are
 folded away (their children promoted; several promoted siblings are bracketed in a
-``collapsed-group { ... }`` block); where a budget cuts, interactive elements are kept first and
-the notes ``... (N children omitted)`` and ``... (truncated, N nodes emitted)`` say so.
+``collapsed-group { ... }`` block). No budget cuts an interactive element: past ``max_depth``
+controls are hoisted without their surroundings, past ``max_children`` children without a
+control are cut and the others shrink to their controls, past ``max_nodes`` text and structure
+are cut; the notes ``... (N children omitted[, M more shown by their controls only])`` and
+``... (truncated, N nodes emitted)`` say so. Consecutive plain links share one line,
+``[a] "News" #r1 · "Sports" #r2``; a control that is rendered but transparent or clipped away
+is listed with the state ``hidden``.
 
 A ref is ``#`` + base36 of FNV-1a-32 of the page URL (without fragment) and the element's
 XPath, kept to five digits (mod 36**5, as in the seed's ``#a1b2c``), so the same element at the
@@ -14,6 +19,7 @@ same place keeps its ref from one snapshot to the next.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -47,6 +53,7 @@ class SnapshotOptions:
             "maxNodes": self.max_nodes,
             "maxChildren": self.max_children,
             "maxTextLength": self.max_text_length,
+            "packed": True,  # the result as one JSON string: see ``Snapshot.from_js``
         }
 
 
@@ -90,7 +97,11 @@ class Snapshot:
 
     @classmethod
     def from_js(cls, raw: dict[str, Any]) -> Snapshot:
-        """Build from what the in-page library returned."""
+        """Build from what the in-page library returned: the result object, or (asked with
+        ``packed``) ``{"ok": true, "packed": "<that object as JSON>"}``, which crosses from the
+        page several times faster than the object itself."""
+        if isinstance(raw.get("packed"), str):
+            raw = json.loads(raw["packed"])
         stats = raw.get("stats") or {}
         return cls(
             text=str(raw.get("text", "")),

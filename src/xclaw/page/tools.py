@@ -115,11 +115,22 @@ def _opens(args: Any) -> Access:
     return Access(opens=(WebAddress(url.strip()),)) if url else NO_ACCESS
 
 
-async def _resolved(args: Any) -> Access:
-    from xclaw.tools.browser_judge import web_address
+def _resolver(driver: PageDriver) -> Any:
+    async def resolved(args: Any) -> Access:
+        """A goto within the origin of the page the agent is on opens nothing new (as a link
+        there would not); any other address is resolved and judged."""
+        from xclaw.policy.browsing import site_origin
+        from xclaw.tools.browser_judge import web_address
 
-    url = args.url if args.action == "goto" and args.url else None
-    return Access(opens=(await web_address(url.strip()),)) if url else NO_ACCESS
+        url = args.url.strip() if args.action == "goto" and args.url else None
+        if not url:
+            return NO_ACCESS
+        here = site_origin(driver.page.url)
+        if here and site_origin(url) == here:
+            return NO_ACCESS
+        return Access(opens=(await web_address(url),))
+
+    return resolved
 
 
 def _navigate_tool(driver: PageDriver) -> Tool:
@@ -129,7 +140,7 @@ def _navigate_tool(driver: PageDriver) -> Tool:
         read_only=False,
         timeout_s=90.0,
         access=_opens,
-        inspector=_resolved,
+        inspector=_resolver(driver),
     )
     async def navigate(
         action: NavigateAction,
@@ -238,11 +249,18 @@ def _evaluate_tool(driver: PageDriver) -> Tool:
 
 
 def page_tools(driver: PageDriver) -> list[Tool]:
-    """The five page tools, bound to ``driver``."""
-    return [
+    """The five page tools, bound to ``driver``. With the driver's navigation guard, each
+    result also says what the guard blocked since the previous call (page_info included)."""
+    tools = [
         _dom_tool(driver),
         _navigate_tool(driver),
         _page_info_tool(driver),
         _wait_tool(driver),
         _evaluate_tool(driver),
     ]
+    if driver.guard is None:
+        return tools
+    from xclaw.tools.browser_guard import reporting
+
+    guard = driver.guard
+    return [reporting(t, guard, navigating=t.name in ("dom", "navigate")) for t in tools]

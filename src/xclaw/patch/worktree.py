@@ -105,9 +105,12 @@ async def seed_local_changes(
             raise _raced(rel)
 
 
-async def commit_baseline(wt: Path) -> str:
-    """A commit inside the worktree only: the job's diff is then the agent's work alone."""
-    await git_ok(wt, "add", "--all", code="PATCH_BASELINE_FAILED")
+async def commit_baseline(
+    wt: Path, *, code: str = "PATCH_BASELINE_FAILED", message: str = "xclaw baseline"
+) -> str:
+    """A commit inside the worktree only: the job's (or worker's) diff is then the agent's
+    work alone. ``code`` names a failure for the caller's face."""
+    await git_ok(wt, "add", "--all", code=code)
     await git_ok(
         wt,
         *_IDENTITY,
@@ -116,10 +119,10 @@ async def commit_baseline(wt: Path) -> str:
         "--no-verify",
         "--allow-empty",
         "-m",
-        "xclaw baseline",
-        code="PATCH_BASELINE_FAILED",
+        message,
+        code=code,
     )
-    done = await git_ok(wt, "rev-parse", "HEAD", code="PATCH_BASELINE_FAILED")
+    done = await git_ok(wt, "rev-parse", "HEAD", code=code)
     return done.text.strip()
 
 

@@ -5,9 +5,12 @@ host resolved to; ``Access.element``: the element a click or key press would act
 from the live page just before). This module judges those facts:
 
 - an address other than http(s) asks (``file:`` is judged as a path by the engine instead);
-- a host that is, or resolves to, a private, link-local or reserved address asks; a loopback
-  address asks too when a *name* leads there (a public-looking name must not reach this
-  machine), while ``localhost`` and ``127.x`` written out are this machine, as in ``reach.py``;
+- a host that is, or resolves to, a private, link-local, reserved or loopback address asks,
+  ``localhost`` and ``127.x`` written out included: a page on this machine may be a database
+  console or a router's admin page. What may be opened there without asking is said by
+  per-site grants (``Grant("site", origin)``): a human's *allow for task*, the ports this
+  session's own processes serve and the user config's ``browsing.allow_hosts`` (both put in
+  as grants by ``tools/browser_guard.py``);
 - activating an element whose text, label or link says delete / remove / pay / buy ..., or
   that submits a form with payment fields, asks, every time (no *allow for task*).
 """
@@ -60,9 +63,7 @@ def judge_address(address: WebAddress) -> Decision | None:
             code="BROWSER_SCHEME_NEEDS_APPROVAL",
         )
     host = (parts.hostname or "").lower()
-    if is_loopback_host(host):
-        return None
-    kind = non_public_kind(host)
+    kind = "loopback" if is_loopback_host(host) else non_public_kind(host)
     if kind is not None:
         why = f"{host} is a {kind} address"
     else:
@@ -71,14 +72,43 @@ def judge_address(address: WebAddress) -> Decision | None:
         if found is None:
             return None
         why = f"{host} resolves to {found[0]}, a {found[1]} address"
-    origin = f"{scheme}://{parts.netloc.lower()}"
     return Decision(
         "ask",
         Risk.SENSITIVE,
         f"opens {_clip(url)}: {why}, inside a private network or this machine",
         code="BROWSER_PRIVATE_ADDRESS",
-        grant=Grant("site", origin),
+        grant=Grant("site", site_origin(url)),
     )
+
+
+def site_origin(url: str) -> str:
+    """The origin a site grant names: ``scheme://host:port`` with the port written out, and
+    every loopback spelling (``127.0.0.1``, ``[::1]``, ``localhost``) as ``localhost``, since
+    they are one machine. Empty for a URL without a web scheme or a host."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return ""
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if scheme not in _WEB_SCHEMES or not host:
+        return ""
+    if is_loopback_host(host):
+        host = "localhost"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port or (443 if scheme == 'https' else 80)}"
+
+
+def host_origins(entry: str) -> tuple[str, ...]:
+    """The site origins a ``browsing.allow_hosts`` entry (``host`` or ``host:port``) names:
+    http and https; without a port, their default ports."""
+    entry = entry.strip()
+    if "://" in entry:
+        found = site_origin(entry)
+        return (found,) if found else ()
+    return tuple(o for o in (site_origin(f"http://{entry}"), site_origin(f"https://{entry}")) if o)
 
 
 def judge_element(element: PageElement) -> Decision | None:

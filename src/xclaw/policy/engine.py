@@ -32,7 +32,7 @@ _RISK_ORDER = list(Risk)  # read < write < execute < sensitive < destructive < e
 _ACTION_ORDER = {"allow": 0, "ask": 1, "deny": 2}
 # Files that configure the agent: a model writing them could change how its own next run
 # behaves, so they always need a human.
-_AGENT_CONFIG = frozenset({"xclaw.yaml"})
+_AGENT_CONFIG = frozenset({"xclaw.yaml", ".mcp.json"})  # writes ask: they configure xclaw
 _ASKING_RISKS = frozenset({Risk.SENSITIVE, Risk.DESTRUCTIVE, Risk.EXTERNAL})
 
 

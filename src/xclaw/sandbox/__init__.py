@@ -9,6 +9,7 @@ live view and ``doctor`` must show.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -49,6 +50,19 @@ class SandboxChoice:
         return self.sandbox.mode
 
 
+_REAP_EVERY_S = 5.0
+_last_reap = [float("-inf")]
+
+
+def _reap_now_and_then() -> None:
+    """Reap at most every few seconds: a gateway makes a sandbox per turn, and a /proc scan
+    costs about a millisecond each time (bench/gateway_load.py)."""
+    now = time.monotonic()
+    if now - _last_reap[0] >= _REAP_EVERY_S:
+        _last_reap[0] = now
+        reap_orphans()
+
+
 def requested_mode(flag: str | None = None, configured: str | None = None) -> Requested:
     """The flag, then ``XCLAW_SANDBOX``, then the config, then ``auto``."""
     raw = flag or os.environ.get("XCLAW_SANDBOX") or configured or "auto"
@@ -82,7 +96,7 @@ def make_sandbox(
         )
     problem = bwrap_problem()
     if problem is None:
-        reap_orphans()  # sandboxes a killed xclaw left behind
+        _reap_now_and_then()  # sandboxes a killed xclaw left behind
         return SandboxChoice(BwrapSandbox(opts))
     if requested == "bwrap":
         raise ConfigError(

@@ -34,6 +34,10 @@ class SessionRecord:
     title: str = ""
     meta: dict[str, Any] = field(default_factory=dict)  # system prompt, settings, last reason
     pending: dict[str, Any] | None = None  # the decision a Paused session waits for
+    # A child session of a multi-agent run: the session that started it, and who sent its
+    # task ("user" or "agent", as in ACP). ``parent_id`` is the session a fork copied from.
+    parent_session_id: str | None = None
+    caller: str | None = None
 
 
 @dataclass(slots=True)
@@ -161,6 +165,10 @@ class Store(ABC):
         limit: int = 50,
     ) -> list[SessionRecord]:
         """Newest first; ``text`` matches the task or title."""
+
+    @abstractmethod
+    def list_children(self, session_id: str) -> list[SessionRecord]:
+        """Sessions whose ``parent_session_id`` is ``session_id``, oldest first."""
 
     @abstractmethod
     def load_items(self, session_id: str) -> list[TranscriptItem]:

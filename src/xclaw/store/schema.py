@@ -74,9 +74,13 @@ sessions = Table(
     Column("title", Text, nullable=False),
     Column("meta", Text, nullable=False),  # JSON object
     Column("pending", Text),  # JSON object or NULL
+    # Version 2: multi-agent child sessions (the parent's id, and "user" or "agent").
+    Column("parent_session_id", String),
+    Column("caller", String),
     Index("ix_sessions_created", "created_at"),
     Index("ix_sessions_state_created", "state", "created_at"),
     Index("ix_sessions_root_created", "root", "created_at"),
+    Index("ix_sessions_parent_session", "parent_session_id"),
 )
 
 items = Table(
@@ -168,10 +172,44 @@ schema_version = Table(
 DATA_TABLES = (sessions, items, steps, ledger, events, checkpoints)
 
 
+# Version 1's sessions table, frozen: a fresh database replays v1 and then every later step.
+_v1_metadata = MetaData()
+_v1_sessions = Table(
+    "sessions",
+    _v1_metadata,
+    Column("id", String, primary_key=True),
+    Column("root", Text, nullable=False),
+    Column("task", Text, nullable=False),
+    Column("model", String, nullable=False),
+    Column("state", String, nullable=False),
+    Column("phase", String, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("parent_id", String, ForeignKey("sessions.id", ondelete="SET NULL")),
+    Column("fork_step", String),
+    Column("title", Text, nullable=False),
+    Column("meta", Text, nullable=False),
+    Column("pending", Text),
+    Index("ix_sessions_created", "created_at"),
+    Index("ix_sessions_state_created", "state", "created_at"),
+    Index("ix_sessions_root_created", "root", "created_at"),
+)
+
+
 def _v1_create_tables(conn: Connection) -> None:
-    # Version 1 is the tables above. When a later version changes a table, freeze this
-    # function's DDL first (copy the v1 definitions here) so old databases replay exactly.
-    metadata.create_all(conn, tables=list(DATA_TABLES))
+    # The v1 sessions table is frozen above; the other tables have not changed since v1.
+    # When a later version changes one of them, freeze its v1 definition the same way.
+    _v1_sessions.create(conn)
+    metadata.create_all(conn, tables=[t for t in DATA_TABLES if t is not sessions])
+
+
+def _v2_child_sessions(conn: Connection) -> None:
+    """Multi-agent children: ``parent_session_id`` and ``caller`` on sessions, indexed by
+    parent (``ALTER TABLE ... ADD COLUMN`` is the same on SQLite and PostgreSQL)."""
+    conn.exec_driver_sql("ALTER TABLE sessions ADD COLUMN parent_session_id VARCHAR")
+    conn.exec_driver_sql("ALTER TABLE sessions ADD COLUMN caller VARCHAR")
+    index = next(i for i in sessions.indexes if i.name == "ix_sessions_parent_session")
+    index.create(conn)
 
 
 Migration = Callable[[Connection], None]
@@ -179,6 +217,7 @@ Migration = Callable[[Connection], None]
 # Applied in key order; never edit a released entry, add the next version instead.
 MIGRATIONS: dict[int, Migration] = {
     1: _v1_create_tables,
+    2: _v2_child_sessions,
 }
 
 CURRENT_VERSION = max(MIGRATIONS)
@@ -255,6 +294,8 @@ def session_row(rec: SessionRecord, now: float) -> dict[str, Any]:
         "title": rec.title,
         "meta": dumps(rec.meta),
         "pending": dumps_opt(rec.pending),
+        "parent_session_id": rec.parent_session_id,
+        "caller": rec.caller,
     }
 
 
@@ -286,6 +327,8 @@ def session_from_row(row: Row[Any]) -> SessionRecord:
         title=row.title,
         meta=json.loads(row.meta),
         pending=loads_opt(row.pending),
+        parent_session_id=row.parent_session_id,
+        caller=row.caller,
     )
 
 
@@ -458,5 +501,6 @@ def copy_session_for_fork(
         src.title,
         src.meta,
     ).where(src.id == session_id)
-    names = [c.name for c in sessions.c if c.name != "pending"]
+    # A fork is a new top-level session: no pending decision, no multi-agent parent.
+    names = [c.name for c in sessions.c if c.name not in ("pending", "parent_session_id", "caller")]
     conn.execute(insert(sessions).from_select(names, head))

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, NoReturn, cast
 
 from pydantic_core import from_json
@@ -32,6 +33,7 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    literal_column,
     select,
     update,
 )
@@ -120,6 +122,22 @@ _SQL_LOAD_ITEMS = _sql(
     select(items.c.seq, items.c.step_id, items.c.turn, items.c.payload, items.c.created_at)
     .where(items.c.session_id == bindparam("session_id"))
     .order_by(items.c.seq)
+)
+_SQL_GET_SESSION = _sql(select(sessions).where(sessions.c.id == bindparam("session_id")))
+_SESSION_COLUMNS = tuple(c.name for c in sessions.c)
+
+
+def _last(column: Any, table: Any) -> Any:
+    return (
+        select(func.coalesce(func.max(column), literal_column("0")))
+        .where(table.c.session_id == bindparam("session_id"))
+        .scalar_subquery()
+    )
+
+
+# Every gateway turn reads both: compiled once, run on the driver connection like the above.
+_SQL_COUNTERS = _sql(
+    select(_last(steps.c.number, steps), _last(items.c.seq, items), _last(events.c.seq, events))
 )
 
 
@@ -352,9 +370,12 @@ class SqliteStore(Store):
     # -- reads ------------------------------------------------------------------------------
 
     def get_session(self, session_id: str) -> SessionRecord | None:
-        with self._read() as conn:
-            row = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
-        return None if row is None else session_from_row(row)
+        with self._lock:  # a lone statement is its own snapshot
+            row = self._db.execute(_SQL_GET_SESSION, {"session_id": session_id}).fetchone()
+        if row is None:
+            return None
+        named = SimpleNamespace(**dict(zip(_SESSION_COLUMNS, row, strict=True)))
+        return session_from_row(cast(Any, named))
 
     def list_sessions(
         self,
@@ -377,6 +398,16 @@ class SqliteStore(Store):
             )
         with self._read() as conn:
             rows = conn.execute(query.limit(limit)).all()
+        return [session_from_row(r) for r in rows]
+
+    def list_children(self, session_id: str) -> list[SessionRecord]:
+        query = (
+            select(sessions)
+            .where(sessions.c.parent_session_id == session_id)
+            .order_by(sessions.c.created_at, sessions.c.id)
+        )
+        with self._read() as conn:
+            rows = conn.execute(query).all()
         return [session_from_row(r) for r in rows]
 
     def load_items(self, session_id: str) -> list[TranscriptItem]:
@@ -442,18 +473,10 @@ class SqliteStore(Store):
         )
 
     def counters(self, session_id: str) -> tuple[int, int, int]:
-        def last(column: Any, table: Any) -> Any:
-            return (
-                select(func.coalesce(func.max(column), 0))
-                .where(table.c.session_id == session_id)
-                .scalar_subquery()
-            )
-
-        query = select(
-            last(steps.c.number, steps), last(items.c.seq, items), last(events.c.seq, events)
-        )
-        with self._read() as conn:
-            step_no, item_seq, event_seq = conn.execute(query).one()
+        with self._lock:
+            step_no, item_seq, event_seq = self._db.execute(
+                _SQL_COUNTERS, {"session_id": session_id}
+            ).fetchone()
         return int(step_no), int(item_seq), int(event_seq)
 
 

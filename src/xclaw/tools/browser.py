@@ -8,11 +8,14 @@ resolves the host; before a click or an activating key press it reads the target
 the live page (text, label, link, form fields). The policy asks a human for non-web schemes,
 ``file:`` outside the project, private addresses and destructive elements. At run time the
 tool checks the element still looks as it did when judged, else it refuses to act
-(``BROWSER_TARGET_CHANGED``).
+(``BROWSER_TARGET_CHANGED``). What the page then does on its own (redirects, scripts, forms,
+frames, subresources) is judged request by request by ``browser_guard.NavigationGuard``;
+what it refused is reported by the next browser tool result (``BROWSER_NAVIGATION_BLOCKED``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Literal
 
 from playwright.async_api import ElementHandle, Page
@@ -24,11 +27,13 @@ from xclaw.browser.session import BrowserSession
 from xclaw.core.errors import ToolError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import NO_ACCESS, Access, Risk, WebAddress
-from xclaw.tools.base import Tool, tool
+from xclaw.tools.base import Tool, Workspace, tool
 from xclaw.tools.browser_content import content_tool
+from xclaw.tools.browser_guard import NavigationGuard, NavigationRules, reporting
 from xclaw.tools.browser_judge import (
     check_unchanged,
     judged_element,
+    judged_opens,
     normalize_url,
     target_key,
     web_address,
@@ -47,6 +52,7 @@ from xclaw.tools.browser_page import (
     summary,
 )
 from xclaw.tools.browser_shots import screenshot_tools
+from xclaw.tools.registry import BoundToolbox, ToolRegistry
 
 _ACTIVATING_KEYS = {
     "Enter": "key:Enter",
@@ -61,6 +67,7 @@ Selector = Annotated[str | None, Field(max_length=500)]
 
 def _navigate_tool(session: BrowserSession) -> Tool:
     async def inspect(args: Any) -> Access:
+        guard_of(session).rules.sync_grants()  # ports a process started since then
         return Access(opens=(await web_address(normalize_url(args.url), session.resolver),))
 
     @tool(
@@ -81,7 +88,11 @@ def _navigate_tool(session: BrowserSession) -> Tool:
             url: an http(s) address; other schemes and private addresses need approval
             dismiss_popups: click away cookie banners and modal popups after loading
         """
-        return await _open(session, normalize_url(url), dismiss_popups)
+        target = normalize_url(url)
+        guard = guard_of(session)
+        await guard.approve(target)  # the policy (or a human) allowed this address
+        with guard.during():
+            return await _open(session, target, dismiss_popups)
 
     return navigate
 
@@ -131,6 +142,7 @@ def _click_tool(session: BrowserSession) -> Tool:
         element = await resolve_target(page, args.agent_id, args.selector)
         facts = await element_facts(element, "click")
         key = target_key("click", args.agent_id, args.selector)
+        guard_of(session).rules.sync_grants()
         return await judged_element(session, page, key, facts)
 
     @tool("browser.click", risk=Risk.WRITE, timeout_s=60, inspector=inspect)
@@ -154,8 +166,13 @@ def _click_tool(session: BrowserSession) -> Tool:
                 retryable=True,
             )
         url_before = page.url
-        how = await _click(session, element)
-        _, details = await after_action(session, url_before)
+        guard = guard_of(session)
+        opens = judged_opens(session, target_key("click", agent_id, selector))
+        if opens:
+            await guard.approve(opens)
+        with guard.during():
+            how = await _click(session, element)
+            _, details = await after_action(session, url_before)
         text = f"Clicked {describe(facts)}{how}; {summary(details)}."
         return ToolResult.success(text, **details)
 
@@ -270,6 +287,7 @@ def _key_tool(session: BrowserSession) -> Tool:
         if facts is None:
             return NO_ACCESS
         key = target_key(action, args.agent_id, args.selector)
+        guard_of(session).rules.sync_grants()
         return await judged_element(session, page, key, facts)
 
     @tool("browser.key", risk=Risk.WRITE, timeout_s=60, inspector=inspect)
@@ -298,8 +316,13 @@ def _key_tool(session: BrowserSession) -> Tool:
             if facts is not None:
                 check_unchanged(session, target_key(action, agent_id, selector), facts)
         url_before = page.url
-        await _press(page, element, key)
-        _, details = await after_action(session, url_before)
+        guard = guard_of(session)
+        opens = judged_opens(session, target_key(action, agent_id, selector)) if action else None
+        if opens:
+            await guard.approve(opens)
+        with guard.during():
+            await _press(page, element, key)
+            _, details = await after_action(session, url_before)
         return ToolResult.success(f"Pressed {key}; {summary(details)}.", **details)
 
     return key
@@ -363,9 +386,20 @@ def _scroll_tool(session: BrowserSession) -> Tool:
     return scroll
 
 
-def browser_tools(session: BrowserSession) -> list[Tool]:
-    """The eight browser tools on ``session`` (its own BrowserContext)."""
-    return [
+def guard_of(session: BrowserSession) -> NavigationGuard:
+    """The session's navigation guard, made (without a run attached yet) when missing."""
+    if not isinstance(session.guard, NavigationGuard):
+        session.guard = NavigationGuard(NavigationRules(resolver=session.resolver))
+    return session.guard
+
+
+def browser_tools(session: BrowserSession, *, allow_hosts: Sequence[str] = ()) -> list[Tool]:
+    """The eight browser tools on ``session`` (its own BrowserContext), each reporting what
+    the session's navigation guard refused since the previous call. ``allow_hosts``: the user
+    config's ``browsing.allow_hosts``."""
+    guard = guard_of(session)
+    guard.rules.allow_hosts = tuple(allow_hosts)
+    tools = [
         _navigate_tool(session),
         content_tool(session),
         _click_tool(session),
@@ -374,3 +408,31 @@ def browser_tools(session: BrowserSession) -> list[Tool]:
         _scroll_tool(session),
         *screenshot_tools(session),
     ]
+    return [_reporting(t, guard) for t in tools]
+
+
+class BrowserToolRegistry(ToolRegistry):
+    """A registry holding browser tools: binding it to a run's workspace points the session's
+    guard at that run (its root, its grants, the processes it starts)."""
+
+    def __init__(self, tools: Iterable[Tool], session: BrowserSession) -> None:
+        super().__init__(tools)
+        self.session = session
+
+    def bind(self, workspace: Workspace) -> BoundToolbox:
+        guard_of(self.session).rules.attach(workspace)
+        return super().bind(workspace)
+
+
+def browser_registry(
+    session: BrowserSession, *, allow_hosts: Sequence[str] = (), extra: Iterable[Tool] = ()
+) -> BrowserToolRegistry:
+    """``extra`` tools (e.g. the coding tools) plus the browser tools on ``session``."""
+    return BrowserToolRegistry([*extra, *browser_tools(session, allow_hosts=allow_hosts)], session)
+
+
+_NAVIGATING = frozenset({"browser.navigate", "browser.click", "browser.key", "browser.type"})
+
+
+def _reporting(t: Tool, guard: NavigationGuard) -> Tool:
+    return reporting(t, guard, navigating=t.name in _NAVIGATING)

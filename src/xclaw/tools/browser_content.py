@@ -5,12 +5,17 @@ kept; every visible interactive element carries ``data-agent-id="N"``, the id th
 take. Long pages come in pages: the result ends with the offset to ask for next. Paging reads
 one version of the page: later offsets reuse the text of the first page until an action of
 ours may have changed it.
+
+Two readings (``mode``): ``full``, the page's text with its controls in place, and
+``interactive``, only the controls (one line each, ``[N] tag attrs name``: agent id,
+accessible name, value, state; alike neighbours share a line as ``[N,M]``) under the landmark and
+nearest heading they sit in, for planning actions on a long page.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal, get_args
 
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field
@@ -24,6 +29,12 @@ from xclaw.tools.browser_page import live_page, page_error
 
 DEFAULT_MAX_CHARS = 8_000
 _MEMO = "content"
+Mode = Literal["full", "interactive"]
+MODES: tuple[str, ...] = get_args(Mode)
+_JS = {
+    "full": "() => window.__xclawContent.distill()",
+    "interactive": "() => window.__xclawContent.interactiveOnly()",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +43,7 @@ class Distilled:
     url: str
     title: str
     text: str
+    mode: str = "full"
 
 
 def page_slice(text: str, offset: int, max_chars: int) -> tuple[str, int | None]:
@@ -50,19 +62,33 @@ def page_slice(text: str, offset: int, max_chars: int) -> tuple[str, int | None]
     return text[offset:cut], cut
 
 
-async def distill(session: BrowserSession) -> Distilled:
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ToolError(
+            f"Unknown browser.content mode {mode!r}.",
+            code="BROWSER_CONTENT_MODE",
+            hint='Use mode="full" (the page\'s text and controls) or mode="interactive" '
+            "(only the controls, for planning actions).",
+        )
+    return mode
+
+
+async def distill(session: BrowserSession, mode: str = "full") -> Distilled:
     page = await live_page(session)
     try:
-        text: str = await page.evaluate("() => window.__xclawContent.distill()")
+        text: str = await page.evaluate(_JS[check_mode(mode)])
         title = await page.title()
     except PlaywrightError as err:
         raise page_error(err, "reading the page content") from None
-    found = Distilled(session.version, page.url, title, text)
+    found = Distilled(session.version, page.url, title, text, mode)
     session.memo[_MEMO] = found
     return found
 
 
-async def read_content(session: BrowserSession, offset: int, max_chars: int) -> ToolResult:
+async def read_content(
+    session: BrowserSession, offset: int, max_chars: int, mode: str = "full"
+) -> ToolResult:
+    check_mode(mode)
     page = await live_page(session)
     kept = session.memo.get(_MEMO)
     fresh = not (
@@ -70,8 +96,9 @@ async def read_content(session: BrowserSession, offset: int, max_chars: int) -> 
         and isinstance(kept, Distilled)
         and kept.version == session.version
         and kept.url == page.url
+        and kept.mode == mode
     )
-    current = await distill(session) if fresh else kept
+    current = await distill(session, mode) if fresh else kept
     assert isinstance(current, Distilled)
     total = len(current.text)
     if offset > total or (offset == total and total > 0):
@@ -90,7 +117,7 @@ async def read_content(session: BrowserSession, offset: int, max_chars: int) -> 
     if next_offset is not None:
         lines.append(
             f"[{total - next_offset} more characters: call browser.content with "
-            f"offset={next_offset}]"
+            f"offset={next_offset}" + (f' mode="{mode}"' if mode != "full" else "") + "]"
         )
     return ToolResult.success(
         "\n".join(lines),
@@ -99,6 +126,7 @@ async def read_content(session: BrowserSession, offset: int, max_chars: int) -> 
         offset=offset,
         next_offset=next_offset,
         total_chars=total,
+        mode=mode,
     )
 
 
@@ -107,6 +135,7 @@ def content_tool(session: BrowserSession) -> Tool:
     async def content(
         offset: Annotated[int, Field(ge=0)] = 0,
         max_chars: Annotated[int, Field(ge=500, le=50_000)] = DEFAULT_MAX_CHARS,
+        mode: Mode = "full",
     ) -> ToolResult:
         """Read the current page as compact HTML: text, links, buttons and form fields.
         Every interactive element carries data-agent-id="N"; pass N as agent_id to
@@ -115,7 +144,11 @@ def content_tool(session: BrowserSession) -> Tool:
         Args:
             offset: where to continue reading; a cut-off result names the next offset
             max_chars: how many characters to return at most
+            mode: "full" (default): the page's text with its controls in place;
+                "interactive": only the controls, one a line as [N] tag attrs label (N is the
+                agent_id), with values and state, under their landmarks and headings (much
+                shorter; for planning actions)
         """
-        return await read_content(session, offset, max_chars)
+        return await read_content(session, offset, max_chars, mode)
 
     return content

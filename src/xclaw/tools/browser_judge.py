@@ -24,6 +24,7 @@ from xclaw.tools.browser_page import as_page_element
 
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:(?!\d)")
 _CHECKED = "checked"  # session memo: what the policy judged, per target
+_OPENS = "opens"  # session memo: the address the policy judged a target to open, per target
 
 
 def normalize_url(raw: str) -> str:
@@ -67,13 +68,24 @@ async def judged_element(
     """The Access for activating an element; links also open their address. What the policy
     judged is kept under ``key`` for the check at run time."""
     session.memo.setdefault(_CHECKED, {})[key] = as_page_element(facts)
+    session.memo.setdefault(_OPENS, {}).pop(key, None)
     href = str(facts.get("href") or "")
     opens: tuple[WebAddress, ...] = ()
     if href and not href.lower().startswith("javascript:"):
-        same_origin = urlsplit(href)[:2] == urlsplit(page.url)[:2]
+        here, there = urlsplit(page.url), urlsplit(href)
+        # file: URLs share no origin worth the name: every one is judged as a path.
+        same_origin = there[:2] == here[:2] and there.scheme.lower() in ("http", "https")
         if not same_origin:
             opens = (await web_address(href, session.resolver),)
+            session.memo[_OPENS][key] = href
     return Access(opens=opens, element=as_page_element(facts))
+
+
+def judged_opens(session: BrowserSession, key: str) -> str | None:
+    """The address the policy judged (and allowed) activating the target under ``key`` to
+    open, so the navigation guard lets exactly that through."""
+    found = session.memo.get(_OPENS, {}).get(key)
+    return found if isinstance(found, str) else None
 
 
 def check_unchanged(session: BrowserSession, key: str, facts: dict[str, Any]) -> None:

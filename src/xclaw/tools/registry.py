@@ -33,6 +33,10 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def unregister(self, name: str) -> Tool | None:
+        """Remove a tool (a plugin switched off); the removed tool, or None."""
+        return self._tools.pop(name, None)
+
     def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 

@@ -18,11 +18,12 @@
     askingCall: null, // the tool call the next approval.request is about
     askingInfo: null, // that call's approval.required payload (reason, grant)
     reconnectTimer: null,
+    job: null, // the change job shown in the Changes view
   };
 
   // ---------- small DOM helpers (text only) ----------
 
-  const { el, pretty, when, stepTree } = window.XclawView;
+  const { el, pretty, when, stepTree, diffLines } = window.XclawView;
 
   function scrollDown() {
     const box = $("messages");
@@ -78,6 +79,38 @@
     }
     if (!res.ok) throw new Error(path + " answered " + res.status);
     return res.json();
+  }
+
+  // A state change: JSON in, {ok, data} out. A refusal's data is {code, message, next}.
+  async function post(path, body) {
+    let res;
+    try {
+      res = await fetch(path, {
+        method: "POST",
+        credentials: "same-origin",
+        cache: "no-store",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body || {}),
+      });
+    } catch (_err) {
+      return { ok: false, data: { code: "UNREACHABLE", message: "The gateway cannot be reached." } };
+    }
+    if (res.status === 401 || res.status === 403) {
+      showLogin("Your session has ended: log in again.");
+      return { ok: false, data: { code: "UNAUTHORIZED", message: "Log in again." } };
+    }
+    let data = {};
+    try {
+      data = await res.json();
+    } catch (_err) {
+      data = { code: "HTTP_" + res.status, message: "The gateway answered " + res.status + "." };
+    }
+    return { ok: res.ok, data: data || {} };
+  }
+
+  function refusal(data) {
+    const head = (data.code ? data.code + ": " : "") + (data.message || "refused");
+    return data.next ? head + " Next: " + data.next : head;
   }
 
   async function login(event) {
@@ -148,6 +181,7 @@
   }
 
   async function selectSession(id) {
+    document.querySelector(".main").classList.remove("reviewing");
     await openSession(id);
     await loadSessions();
     $("composer-input").focus();
@@ -168,7 +202,7 @@
       return false;
     }
     setCurrent(String(data.id || id), data.title);
-    renderHistory(data.messages || []);
+    renderHistory(data.messages || [], data.timeline);
     renderSteps(Array.isArray(data.steps) ? data.steps : []);
     return true;
   }
@@ -184,24 +218,198 @@
   }
 
   function renderSteps(steps) {
-    // the session's step tree, read-only: each step under its parent
+    // the session's step tree: each step under its parent, with rollback and fork
     $("steps").hidden = !steps.length;
     $("steps-count").textContent = String(steps.length);
-    $("step-tree").replaceChildren(...stepTree(steps));
+    $("step-tree").replaceChildren(...stepTree(steps, { rollback: rollbackTo, fork: forkFrom }));
   }
 
-  function renderHistory(messages) {
+  function stepsResult(text, isError) {
+    const line = $("steps-result");
+    line.hidden = !text;
+    line.textContent = text || "";
+    line.classList.toggle("error", Boolean(isError));
+  }
+
+  async function rollbackTo(step) {
+    const id = state.current;
+    if (!id) return;
+    const path = "/api/sessions/" + encodeURIComponent(id) + "/rollback";
+    const { ok, data } = await post(path, { step: step.id });
+    if (!ok) {
+      await refreshSteps();
+      stepsResult("Rollback refused. " + refusal(data), true);
+      return;
+    }
+    await openSession(id);
+    await loadSessions();
+    let text =
+      "Rewound to before " + data.step + ": removed " + data.removedSteps + " steps and " +
+      data.removedItems + " transcript items.";
+    const kept = Array.isArray(data.irreversible) ? data.irreversible : [];
+    if (kept.length) {
+      const names = kept.map((e) => e.step + " " + e.name + " " + pretty(e.arguments));
+      text += " These side effects happened and were not undone: " + names.join("; ");
+    }
+    $("steps").open = true;
+    stepsResult(text, false);
+  }
+
+  async function forkFrom(step) {
+    const id = state.current;
+    if (!id) return;
+    const path = "/api/sessions/" + encodeURIComponent(id) + "/fork";
+    const { ok, data } = await post(path, { step: step.id });
+    if (!ok || !data.sessionId) {
+      await refreshSteps();
+      stepsResult("Fork refused. " + refusal(data), true);
+      return;
+    }
+    await selectSession(String(data.sessionId));
+    $("steps").open = true;
+    stepsResult("Forked " + id + " at " + step.id + " into " + data.sessionId + ".", false);
+  }
+
+  function renderHistory(messages, timeline) {
     clearConversation();
-    for (const m of messages) addMessage(m.role || "assistant", m.text || "");
+    if (Array.isArray(timeline)) {
+      timeline.forEach((entry, index) => {
+        if (entry.kind === "tool") historyTool(entry, index);
+        else if (entry.kind === "message") addMessage(entry.role || "assistant", entry.text || "");
+      });
+    } else {
+      for (const m of messages) addMessage(m.role || "assistant", m.text || "");
+    }
+    state.assistant = null;
     scrollDown();
+  }
+
+  // A tool card rebuilt from the stored transcript (its call and its result).
+  function historyTool(entry, index) {
+    const card = toolCard("history-" + index, entry.name);
+    card.root.dataset.callId = String(entry.callId || "");
+    card.root.classList.add("from-history");
+    card.args.textContent = pretty(entry.arguments);
+    if (entry.result && typeof entry.result === "object") showResult(card, entry.result);
+    else card.status.textContent = "no result recorded";
   }
 
   function clearConversation() {
     $("messages").replaceChildren();
     $("step-tree").replaceChildren();
     $("steps").hidden = true;
+    stepsResult("");
     state.assistant = null;
     state.tools.clear();
+  }
+
+  // ---------- change jobs ----------
+
+  function showChanges(open) {
+    document.querySelector(".main").classList.toggle("reviewing", open);
+    $("open-changes").setAttribute("aria-pressed", open ? "true" : "false");
+    if (open) loadJobs();
+    else $("composer-input").focus();
+  }
+
+  async function loadJobs() {
+    let jobs;
+    try {
+      jobs = await api("/api/jobs");
+    } catch (_err) {
+      return;
+    }
+    const list = $("job-list");
+    list.replaceChildren();
+    if (!Array.isArray(jobs) || !jobs.length) {
+      list.appendChild(el("li", "empty", "No change jobs in this project"));
+      $("job-detail").hidden = true;
+      return;
+    }
+    for (const job of jobs) {
+      const item = el("li");
+      const button = el("button", "job-item");
+      button.type = "button";
+      button.dataset.jobId = String(job.id);
+      button.appendChild(el("span", "job-status job-" + String(job.status), job.status));
+      button.appendChild(el("span", "job-what", job.summary || job.instruction || job.id));
+      button.appendChild(el("span", "job-meta", [job.id, when(job.created)].join(" · ")));
+      if (job.id === state.job) button.setAttribute("aria-current", "true");
+      button.addEventListener("click", () => showJob(String(job.id)));
+      item.appendChild(button);
+      list.appendChild(item);
+    }
+  }
+
+  async function showJob(id) {
+    let job;
+    try {
+      job = await api("/api/jobs/" + encodeURIComponent(id));
+    } catch (_err) {
+      return;
+    }
+    state.job = id;
+    jobResult("");
+    renderJob(job);
+    for (const b of document.querySelectorAll(".job-item")) {
+      if (b.dataset.jobId === id) b.setAttribute("aria-current", "true");
+      else b.removeAttribute("aria-current");
+    }
+  }
+
+  const HOLDS = {
+    baseline: "holds the original (before the job)",
+    result: "holds the job's result",
+    other: "holds something else (edited meanwhile)",
+  };
+
+  function renderJob(job) {
+    $("job-detail").hidden = false;
+    $("job-detail").dataset.status = String(job.status);
+    $("job-title").textContent = "Job " + job.id + " — " + job.status;
+    $("job-summary").textContent = job.summary || job.instruction || "";
+    $("job-reason").textContent = job.reason || "";
+    const files = (job.fileStates || []).map((f) => {
+      const item = el("li", "job-file");
+      item.appendChild(el("span", "job-file-path", f.path));
+      item.appendChild(el("span", "job-file-holds", " " + (HOLDS[f.holds] || f.holds)));
+      item.title = "baseline " + f.baseline + "\nresult " + f.result + "\nnow " + f.current;
+      return item;
+    });
+    $("job-files").replaceChildren(...files);
+    const checks = (job.checks || []).map((c) =>
+      el("li", c.ok ? "check-ok" : "check-failed", "check " + c.id + ": " + c.status),
+    );
+    $("job-checks").replaceChildren(...checks);
+    $("job-diff").replaceChildren(...diffLines(job.diff));
+    $("job-apply").disabled = job.status !== "review";
+    $("job-revert").disabled = job.status !== "applied";
+  }
+
+  function jobResult(text, isError) {
+    const line = $("job-result");
+    line.hidden = !text;
+    line.textContent = text || "";
+    line.classList.toggle("error", Boolean(isError));
+  }
+
+  async function jobAction(action) {
+    const id = state.job;
+    if (!id) return;
+    $("job-apply").disabled = true;
+    $("job-revert").disabled = true;
+    const path = "/api/jobs/" + encodeURIComponent(id) + "/" + action;
+    const { ok, data } = await post(path, {});
+    if (ok) {
+      renderJob(data);
+      const done = action === "apply" ? "Applied" : "Reverted";
+      const files = (data.fileStates || []).map((f) => f.path).join(", ");
+      jobResult(done + ": " + files + " (hashes verified).", false);
+    } else {
+      await showJob(id); // buttons follow the job's real state
+      jobResult((action === "apply" ? "Apply" : "Revert") + " refused. " + refusal(data), true);
+    }
+    loadJobs();
   }
 
   // ---------- conversation ----------
@@ -483,6 +691,11 @@
     $("stop-button").addEventListener("click", stop);
     $("new-chat").addEventListener("click", newChat);
     $("session-search").addEventListener("input", searchChanged);
+    $("open-changes").addEventListener("click", () => showChanges(true));
+    $("close-changes").addEventListener("click", () => showChanges(false));
+    $("reload-jobs").addEventListener("click", loadJobs);
+    $("job-apply").addEventListener("click", () => jobAction("apply"));
+    $("job-revert").addEventListener("click", () => jobAction("revert"));
     let res;
     try {
       res = await fetch("/api/sessions", { credentials: "same-origin", cache: "no-store" });

@@ -14,9 +14,15 @@
  * promoted; when one container promotes several, they sit in a `collapsed-group { ... }` block
  * (folded containers nested in a folded container share its block).
  * maxDepth counts output levels (folded containers do not use one); maxChildren counts per DOM
- * parent. Interactive first where a budget cuts: children over maxChildren are listed
- * interactive first before the cut; over maxNodes, controls (and the structure leading to them)
- * are kept before text, in page order.
+ * parent. No budget cuts a control (a ref the model cannot see is a step it cannot take): past
+ * maxDepth only controls are kept, hoisted flat under the last level shown; over maxChildren,
+ * children are listed interactive first, those without a control are cut and the rest shrink to
+ * their controls, with a note `... (N children omitted, M more shown by their controls only)`;
+ * over maxNodes, every control is kept, then the structure around controls and then text fill
+ * what is left, in page order, ending in `... (truncated, N nodes emitted)`. Controls that are
+ * rendered but transparent or clipped away by an empty box are listed, marked `hidden`, without
+ * their surroundings. Consecutive links with nothing under them share a line,
+ * `[a] "News" #r1 · "Sports" #r2`, and a list of nothing but links adds no line of its own.
  *
  * Refs: "#" + base36(FNV-1a 32-bit(document URL without its fragment + XPath) mod 36^5), at
  * most five digits like the seed's "#a1b2c". The XPath of an
@@ -28,7 +34,7 @@
  */
 (function () {
   "use strict";
-  var VERSION = 1;
+  var VERSION = 2;
   if (window.__xclawPage && window.__xclawPage.version === VERSION) return;
 
   // ---------------------------------------------------------------- constants
@@ -41,6 +47,8 @@
   // Dropped when they wrap exactly one thing and say nothing themselves.
   const SINGLE_WRAPPERS = new Set(["li", "td", "th", "p", "dd", "dt", "label", "tr", "strong",
     "b", "em", "i", "small", "figcaption", "blockquote", "pre", "code"]);
+  // Lists folded away when they hold nothing but links (the links share a row).
+  const LINK_LISTS = new Set(["ul", "ol", "li", "menu", "dl", "dd", "p", "td"]);
   // Tags that say what their text is; other text lines print as the text alone.
   const TEXT_TAGS = new Set(["h1", "h2", "h3", "h4", "h5", "h6", "img", "label", "th",
     "caption", "legend", "dt", "iframe", "frame"]);
@@ -321,13 +329,13 @@
   // a pointer cursor that starts here; 0: not interactive.
   function interactivity(el, tag, pointerStarts) {
     switch (tag) {
-      case "a": return el.hasAttribute("href") ? 2 : 0;
+      case "a": if (el.hasAttribute("href")) return 2; break;
       case "button": case "select": case "textarea": case "summary": return 2;
       case "input": return el.type !== "hidden" ? 2 : 0;
       default: break;
     }
     const role = el.getAttribute("role");
-    if (role && ROLES.has(role)) return 2;
+    if (role && ROLES.has(role.trim().split(/\s+/)[0])) return 2;
     if (el.hasAttribute("contenteditable") && el.isContentEditable) return 2;
     if (el.hasAttribute("onclick")) return 1;
     const tab = el.getAttribute("tabindex");
@@ -501,13 +509,15 @@
       return;
     }
     const kids = [];
+    const saved = S.env;
+    const v = doc.defaultView;
+    S.env = { view: v, vw: v.innerWidth, vh: v.innerHeight };
     if (depth + 1 <= S.o.maxDepth) {
-      const saved = S.env;
-      const v = doc.defaultView;
-      S.env = { view: v, vw: v.innerWidth, vh: v.innerHeight };
       walkList(doc.body, depth + 1, xp + "/#document/html/body", false, S, kids);
-      S.env = saved;
+    } else {
+      deepList(doc.body, xp + "/#document/html/body", S, kids);
     }
+    S.env = saved;
     out.push(makeNode(el, el.localName, xp, line, title, cutChildren(kids, S), false));
   }
 
@@ -537,14 +547,89 @@
     walkList(el, depth, xp, ptr, S, out);
   }
 
+  // Below maxDepth only controls are kept: hoisted, flat, each with its name and state
+  // (nested controls stay its children), so a budget never hides what the model can act on.
+  // No computed style but for candidates: most of a deep subtree is text and wrappers.
+  function deepList(parent, xp, S, out) {
+    const counts = Object.create(null);
+    for (let c = parent.firstElementChild; c && !S.stop; c = c.nextElementSibling) {
+      const t = c.localName;
+      const n = (counts[t] = (counts[t] || 0) + 1);
+      if (!SKIP.has(t)) deepVisit(c, t, xp + "/" + t + "[" + n + "]", S, out);
+    }
+  }
+
+  function deepKids(el, tag, xp, S, out) {
+    if (el.shadowRoot) deepList(el.shadowRoot, xp + "/#shadow-root", S, out);
+    else if (tag === "slot" && el.assignedElements({ flatten: true }).length) {
+      for (const c of el.assignedElements({ flatten: true })) {
+        deepVisit(c, c.localName, xpathOf(c), S, out);
+      }
+    } else deepList(el, xp, S, out);
+  }
+
+  function deepVisit(el, tag, xp, S, out) {
+    if (tag === "input" && el.type === "hidden") return;
+    if (++S.made > S.visitCap) { S.stop = true; return; }
+    const level = interactivity(el, tag, false);
+    const frame = tag === "iframe" || tag === "frame";
+    if (!level && !frame) { deepKids(el, tag, xp, S, out); return; }
+    if (!rendered(el, S)) {
+      if (el.checkVisibility()) deepKids(el, tag, xp, S, out);
+      return;
+    }
+    // A transparent checkbox or radio whose visible label stands in for it: the label's ref.
+    if (isCheckable(el) && !isVisible(el) && el.labels && [...el.labels].some(isVisible)) return;
+    if (frame) { visitFrame(el, S.o.maxDepth, xp, S, out); return; }
+    let node;
+    if (tag === "select") node = selectNode(el, xp, S);
+    else {
+      const kids = [];
+      if (tag !== "input" && tag !== "textarea") deepKids(el, tag, xp, S, kids);
+      node = controlNode(el, tag, xp, level, kids, S);
+    }
+    // Transparent, or clipped away by an empty box: there, but a click may not reach it.
+    if (S.unseen || !el.checkVisibility({ opacityProperty: true })) node.line += " hidden";
+    out.push(node);
+  }
+
+  function controlNode(el, tag, xp, level, kids, S) {
+    const max = S.o.maxTextLength;
+    const name = nameOf(el, tag, max);
+    const line = "[" + tag + "]" + (name ? " " + q(name) : "") + keyAttrs(el, tag, name, max) +
+      stateAttrs(el, tag, max);
+    const node = makeNode(el, tag, xp, line, name, cutChildren(kids, S), true);
+    node.weak = level === 1;
+    return node;
+  }
+
+  // The controls of an item, flat: what is left of it past maxChildren.
+  function controlsOf(it, out) {
+    if (it.inter) out.push(it);
+    else if (it.hi) for (const k of it.kids) controlsOf(k, out);
+    return out;
+  }
+
   // maxChildren per DOM parent (a folded container's children count for it, not for the
-  // element they are promoted to): interactive items first, the rest cut with a note.
+  // element they are promoted to): interactive items first; past the budget, items without a
+  // control are cut and items with one shrink to their controls, with a note saying so.
   function cutChildren(items, S) {
     const max = S.o.maxChildren;
     if (items.length <= max) return items;
-    const kept = interactiveFirst(items).slice(0, max);
-    kept.push({ note: "... (" + (items.length - max) + " children omitted)", kids: [],
-      hi: false });
+    const kept = [];
+    let omitted = 0;
+    let shrunk = 0;
+    for (const it of interactiveFirst(items)) {
+      if (kept.length < max) kept.push(it);
+      else if (!it.hi) omitted++;
+      else {
+        shrunk++;
+        for (const k of controlsOf(it, [])) kept.push(k);
+      }
+    }
+    let note = omitted ? omitted + " children omitted" : "";
+    if (shrunk) note += (note ? ", " : "") + shrunk + " more shown by their controls only";
+    kept.push({ note: "... (" + note + ")", kids: [], hi: false });
     return kept;
   }
 
@@ -555,14 +640,26 @@
     return items.map((it) => it.name).join(" | ");
   }
 
+  // null: not rendered; unseen: rendered but transparent or clipped to nothing, so only its
+  // controls are kept (they can still be clicked, and Playwright counts them visible).
   function visible(el, st, S) {
-    if (st.display === "none" || st.opacity === "0") return null;
+    if (st.display === "none") return null;
     const rect = el.getBoundingClientRect();
     const zero = rect.width === 0 || rect.height === 0;
-    if (zero && st.overflow !== "visible") return null;
     if (S.o.viewportOnly && !zero && (rect.bottom < 0 || rect.right < 0 ||
       rect.top > S.env.vh || rect.left > S.env.vw)) return null;
+    if (st.opacity === "0" || (zero && st.overflow !== "visible")) return { unseen: true };
     return { self: !zero && st.visibility === "visible" };
+  }
+
+  // A control's own box, for the controls-only walks: rendered, not visibility:hidden, a
+  // non-empty box (in the viewport when asked). Opacity does not count, as for Playwright.
+  function rendered(el, S) {
+    if (!el.checkVisibility({ visibilityProperty: true })) return false;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) return false;
+    return !(S.o.viewportOnly && (r.bottom < 0 || r.right < 0 || r.top > S.env.vh ||
+      r.left > S.env.vw));
   }
 
   function visit(el, depth, xp, parentPtr, S, out) {
@@ -571,6 +668,12 @@
     const st = S.env.view.getComputedStyle(el);
     const vis = visible(el, st, S);
     if (!vis) return;
+    if (vis.unseen) {
+      S.unseen++;
+      deepVisit(el, tag, xp, S, out);
+      S.unseen--;
+      return;
+    }
     if (++S.made > S.visitCap) { S.stop = true; return; } // a huge page: stop walking
     const max = S.o.maxTextLength;
     const ptr = st.cursor === "pointer";
@@ -592,8 +695,9 @@
       (PRUNABLE.has(tag) || tag.indexOf("-") > 0) && !el.hasAttribute("aria-label"));
     const kids = [];
     const childDepth = promote ? depth : depth + 1;
-    if (tag !== "input" && tag !== "textarea" && childDepth <= S.o.maxDepth) {
-      visitKids(el, tag, childDepth, xp, ptr, S, kids);
+    if (tag !== "input" && tag !== "textarea") {
+      if (childDepth <= S.o.maxDepth) visitKids(el, tag, childDepth, xp, ptr, S, kids);
+      else deepKids(el, tag, xp, S, kids); // past maxDepth: its controls only, hoisted
     }
     // Inside a control only controls matter; a merely clickable leaf there repeats its parent.
     let items = cutChildren(inter ? kids.filter((k) => k.hi && !(k.weak && !k.kids.length))
@@ -618,6 +722,8 @@
     if (S.o.pruneLayout && !inter && !text && !role) {
       if (!items.length) return; // an empty leaf says nothing
       if (items.length === 1 && SINGLE_WRAPPERS.has(tag)) { out.push(items[0]); return; }
+      // A list of nothing but links prints as one row of them: the list adds no line.
+      if (LINK_LISTS.has(tag) && items.every(linkLeaf)) { out.push(...items); return; }
       const merged = mergedText(items, max);
       if (merged) { text = merged; items = []; }
     }
@@ -648,62 +754,92 @@
     return items.length === 1 && items[0].group ? items[0].kids : items;
   }
 
-  // Under the node budget: controls and the structure around them first, then text, each in
-  // page order, until maxNodes; null when everything fits. Output stays in page order.
+  // Under the node budget: every control (never cut: a ref the model cannot see is a step it
+  // cannot take), then the structure around controls, then text, each pass in page order,
+  // until maxNodes; null when everything fits. Output stays in page order; structure that did
+  // not fit is dropped and its kept descendants take its place.
   function chooseNodes(items, S) {
     const kept = new Set();
     let budget = S.o.maxNodes;
     let total = 0;
-    const pass = (list, controls) => {
+    const pass = (list, mode) => {
       for (const it of shownList(list)) {
         if (it.note) continue;
-        if (it.group) { pass(it.kids, controls); continue; }
-        if (!controls) total++;
-        if (controls && !it.hi) continue;
-        if (!kept.has(it)) {
-          if (budget <= 0) continue;
+        if (it.group) { pass(it.kids, mode); continue; }
+        if (mode === 2) total++;
+        if (mode === 0) {
+          if (it.inter) { kept.add(it); budget--; }
+        } else if (!kept.has(it) && budget > 0 && (mode === 2 || it.hi)) {
           kept.add(it);
           budget--;
         }
-        pass(it.kids, controls);
+        if (mode === 2 || it.hi) pass(it.kids, mode);
       }
     };
-    pass(items, true);
-    pass(items, false);
+    pass(items, 0);
+    pass(items, 1);
+    pass(items, 2);
     return total > kept.size ? kept : null;
   }
 
-  function anyKept(group, S) {
-    return group.kids.some((k) => (k.group ? anyKept(k, S) : !k.note && S.kept.has(k)));
+  function anyKept(list, S) {
+    return list.some((k) => (k.group ? anyKept(k.kids, S) : !k.note &&
+      (S.kept.has(k) || (k.hi && anyKept(k.kids, S)))));
+  }
+
+  function linkLeaf(it) {
+    return !it.note && !it.group && it.tag === "a" && it.inter && !it.kids.length;
+  }
+
+  // A link with nothing under it: consecutive ones share a line (a list of links, a menu),
+  // `[a] "News" #r1 · "Sports" #r2`, which costs about a third fewer tokens than a line each.
+  function rowLink(it, S) {
+    return linkLeaf(it) && (!S.kept || S.kept.has(it));
+  }
+
+  function refOf(it, S) {
+    S.inter++;
+    const ref = "#" + refs.assign(it.el, it.xp);
+    S.refList.push({ ref: ref, xpath: it.xp, role: impliedRole(it.el, it.tag),
+      name: it.name || "" });
+    return ref;
   }
 
   function render(items, indent, S, lines) {
     const pad = "  ".repeat(indent);
+    let row = null; // the line of links being joined, or null
     for (const it of shownList(items)) {
+      if (rowLink(it, S)) {
+        S.nodes++;
+        const part = (row === null ? it.line : it.line.slice(4)) + " " + refOf(it, S);
+        row = row === null ? pad + part : row + " · " + part;
+        continue;
+      }
+      if (S.kept && !it.note && !it.group && !S.kept.has(it) && !it.hi) continue;
+      if (row !== null) { lines.push(row); row = null; }
       if (it.note) {
         lines.push(pad + it.note);
         continue;
       }
       if (it.group) {
-        if (S.kept && !anyKept(it, S)) continue;
+        if (S.kept && !anyKept(it.kids, S)) continue;
+        if (it.kids.every(linkLeaf)) { render(it.kids, indent, S, lines); continue; } // one row
         lines.push(pad + "collapsed-group {");
         render(it.kids, indent + 1, S, lines);
         lines.push(pad + "}");
         continue;
       }
-      if (S.kept && !S.kept.has(it)) continue;
+      if (S.kept && !S.kept.has(it)) {
+        render(it.kids, indent, S, lines); // structure cut: its controls stay
+        continue;
+      }
       S.nodes++;
       let line = pad + it.line;
-      if (it.inter) {
-        S.inter++;
-        const ref = "#" + refs.assign(it.el, it.xp);
-        line += " " + ref;
-        S.refList.push({ ref: ref, xpath: it.xp, role: impliedRole(it.el, it.tag),
-          name: it.name || "" });
-      }
+      if (it.inter) line += " " + refOf(it, S);
       lines.push(line);
       if (it.kids.length) render(it.kids, indent + 1, S, lines);
     }
+    if (row !== null) lines.push(row);
   }
 
   const SNAPSHOT_DEFAULTS = { maxDepth: 8, viewportOnly: false, pruneLayout: true, maxNodes: 500,
@@ -726,7 +862,7 @@
     const t0 = now();
     const o = snapshotOptions(opts);
     refs.clear();
-    const S = { o: o, env: { view: window, vw: innerWidth, vh: innerHeight }, made: 0,
+    const S = { o: o, env: { view: window, vw: innerWidth, vh: innerHeight }, made: 0, unseen: 0,
       stop: false, nodes: 0, inter: 0, truncated: false, refList: [],
       visitCap: Math.max(o.maxNodes * 10, 3000) };
     let items = [];
@@ -737,7 +873,7 @@
     render(items, 0, S, lines);
     S.truncated = !!S.kept || S.stop;
     if (S.truncated) lines.push("... (truncated, " + S.nodes + " nodes emitted)");
-    return {
+    const out = {
       ok: true,
       text: lines.join("\n") || "(no visible content)",
       refs: S.refList,
@@ -746,6 +882,10 @@
       url: location.href,
       title: document.title,
     };
+    // packed: the same, as one JSON string. Playwright carries a returned object value by
+    // value (a few hundred refs are over a thousand of them), which costs more than the
+    // snapshot itself; one string costs next to nothing.
+    return opts && opts.packed ? { ok: true, packed: JSON.stringify(out) } : out;
   }
 
   // ---------------------------------------------------------------- actionability

@@ -1,0 +1,137 @@
+"""``xclaw mcp serve``: the coding tools of one project, offered to an MCP client over stdio.
+
+Every call goes through the same path as in a run: the arguments are validated, the policy
+judges what the call would touch (paths inside the root, command rules), then the tool runs
+with its own timeout and output cap. There is no human on an MCP stdio channel to answer a
+question, so a call the policy would *ask* about is refused (``APPROVAL_UNAVAILABLE``) unless
+the server was started with ``--approval allow``; a call the policy denies is always refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from xclaw.coding.toolset import coding_registry
+from xclaw.core.limits import Limits
+from xclaw.core.messages import ToolCallPart, ToolResult
+from xclaw.core.tooling import Decision, PreparedCall, Risk, ToolSpec
+from xclaw.policy.engine import PolicyEngine
+from xclaw.tools.base import Workspace
+from xclaw.tools.registry import BoundToolbox
+
+ServeApproval = Literal["deny", "allow"]
+
+
+class ToolService:
+    """The policy-checked tool calls behind the MCP server, usable without any transport."""
+
+    def __init__(self, root: Path, approval: ServeApproval = "deny") -> None:
+        self.workspace = Workspace(root)
+        self.toolbox = BoundToolbox(coding_registry(), self.workspace)
+        self.policy = PolicyEngine(self.workspace)
+        self.approval = approval
+        self.limits = Limits()
+        self._ids = itertools.count(1)
+
+    def tools(self) -> list[types.Tool]:
+        return [_describe(spec) for spec in self.toolbox.specs()]
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> ToolResult:
+        call = ToolCallPart(f"mcp-{next(self._ids)}", name, arguments or {})
+        prepared = self.toolbox.prepare(call)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        refused = await self._authorize(prepared)
+        if refused is not None:
+            return refused
+        try:
+            async with asyncio.timeout(self.limits.tool_timeout_s):
+                return await self.toolbox.execute(prepared, _discard)
+        except TimeoutError:
+            return ToolResult.failure(
+                "TOOL_TIMEOUT",
+                f"{name} exceeded {self.limits.tool_timeout_s:g}s and was stopped.",
+                hint="Split the work into smaller steps.",
+                retryable=True,
+            )
+
+    async def _authorize(self, prepared: PreparedCall) -> ToolResult | None:
+        unseen = await self.toolbox.inspect(prepared)
+        if unseen is not None:
+            return unseen
+        decision = self.policy.evaluate(prepared)
+        prepared.decision = decision
+        if decision.action == "deny":
+            return self.policy.refusal(decision, by_user=False)
+        if decision.action == "ask" and self.approval != "allow":
+            return _no_human(prepared.call.name, decision)
+        return None
+
+    async def aclose(self) -> None:
+        await self.workspace.close()
+
+
+def _no_human(name: str, decision: Decision) -> ToolResult:
+    return ToolResult.failure(
+        "APPROVAL_UNAVAILABLE",
+        f"{name} needs a human's approval ({decision.reason or decision.risk}), and this MCP "
+        "channel has no one to ask, so it was refused; nothing ran.",
+        hint="Do it another way inside the project, or ask the user to run "
+        "`xclaw mcp serve --approval allow`.",
+        data={"policy_code": decision.code, "risk": str(decision.risk)},
+    )
+
+
+def _discard(_stream: str, _text: str) -> None:
+    """Live output has no channel here; the result carries head and tail."""
+
+
+def _describe(spec: ToolSpec) -> types.Tool:
+    return types.Tool(
+        name=spec.name,
+        description=spec.description,
+        input_schema=spec.parameters,
+        annotations=types.ToolAnnotations(
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.risk in (Risk.DESTRUCTIVE, Risk.WRITE),
+            open_world_hint=spec.risk is Risk.EXTERNAL,
+        ),
+    )
+
+
+def as_mcp_result(result: ToolResult) -> types.CallToolResult:
+    body = result.to_dict()
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(body, ensure_ascii=False, default=str))],
+        structured_content=body,
+        is_error=not result.ok,
+    )
+
+
+def build_server(service: ToolService) -> Server[Any]:
+    async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=service.tools())
+
+    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return as_mcp_result(await service.call(params.name, params.arguments))
+
+    return Server("xclaw", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve_stdio(root: Path, approval: ServeApproval = "deny") -> None:
+    """Serve until the client closes stdin; started processes are stopped on the way out."""
+    service = ToolService(root, approval)
+    server = build_server(service)
+    try:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        await service.aclose()

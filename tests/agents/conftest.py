@@ -1,0 +1,74 @@
+"""Helpers for multi-agent tests: scripted workers, a real store, real git projects."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xclaw.agents.registry import BUILTIN_WORKERS, WorkerRegistry, WorkerSpec
+from xclaw.core.model import Model
+from xclaw.models.scripted import ScriptedModel
+from xclaw.store.sqlite import SqliteStore, open_store
+
+
+class Scripts:
+    """Per worker, the scripts of its successive runs (each run takes the next one)."""
+
+    def __init__(self, scripts: dict[str, list[list[Any]]]) -> None:
+        self.scripts = {k: list(v) for k, v in scripts.items()}
+        self.models: list[tuple[str, ScriptedModel]] = []
+
+    def __call__(self, spec: WorkerSpec) -> Model:
+        queue = self.scripts.get(spec.name)
+        if not queue:
+            raise AssertionError(f"no script left for worker {spec.name}")
+        model = ScriptedModel(queue.pop(0), name=f"scripted-{spec.name}")
+        self.models.append((spec.name, model))
+        return model
+
+    def assert_all_used(self) -> None:
+        left = {k: len(v) for k, v in self.scripts.items() if v}
+        assert not left, f"unused worker scripts: {left}"
+        for _, model in self.models:
+            model.assert_complete()
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def deliver(summary: str, data: dict[str, Any] | None = None, **pointers: str) -> dict[str, Any]:
+    args: dict[str, Any] = {"summary": summary}
+    if data is not None:
+        args["summary_data"] = data
+    if pointers:
+        args["artifact_pointers"] = pointers
+    return call("deliver", **args)
+
+
+@pytest.fixture
+def store() -> Iterator[SqliteStore]:
+    s = open_store()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def registry() -> WorkerRegistry:
+    return WorkerRegistry(BUILTIN_WORKERS)
+
+
+def git_project(path: Path, files: dict[str, str]) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(text)
+    ident = ["-c", "user.name=t", "-c", "user.email=t@localhost"]
+    subprocess.run(["git", "init", "-q"], cwd=path, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=path, check=True)
+    subprocess.run(["git", *ident, "commit", "-qm", "init"], cwd=path, check=True)
+    return path.resolve()

