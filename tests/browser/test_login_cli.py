@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
-import time
 
 from fixture_server import FixtureSite
 from web_support import TEST_ARGS, needs_browser
@@ -28,14 +26,16 @@ def _login(url: str, timeout_s: int = 30) -> subprocess.Popen[str]:
 
 def test_login_waits_for_a_manual_sign_in_and_confirms_it(site: FixtureSite) -> None:
     site.configure(auth="out")
-
-    def sign_in_later() -> None:
-        time.sleep(4)  # the command is waiting by now
-        site.configure(auth="in")
-
-    threading.Thread(target=sign_in_later, daemon=True).start()
     proc = _login(site.url)
+    assert proc.stdout is not None
+    seen: list[str] = []
+    for line in proc.stdout:  # sign in only once the command says it is waiting for it
+        seen.append(line)
+        if "Sign in to ChatGPT" in line:
+            break
+    site.configure(auth="in")
     out, _ = proc.communicate(timeout=120)
+    out = "".join(seen) + out
     assert proc.returncode == 0, out
     assert "Sign in to ChatGPT" in out and "logged in" in out
 

@@ -405,7 +405,9 @@ def test_hostile_program(
         assert not (root / "hl.txt").exists() or SECRET not in (root / "hl.txt").read_text()
         assert host_server.accepted == [], f"{name} reached the host loopback server"
         assert left == [], f"{name} left processes behind: {left}"
-        assert elapsed < 12, f"{name} took {elapsed:.1f}s (network must fail fast)"
+        # A bound on the whole program (walks of /tmp included) on a busy 2-core machine; each
+        # network attempt is held to 1.5 s by the per-line check below.
+        assert elapsed < 30, f"{name} took {elapsed:.1f}s"
         for line in report.splitlines():
             if line.startswith("elapsed"):
                 assert float(line.split()[-1]) < 1.5, f"{name}: slow failure {line}"

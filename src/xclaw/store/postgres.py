@@ -29,22 +29,19 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
-from types import SimpleNamespace
 from typing import Any, TypeVar, cast
 
 import psycopg
 from sqlalchemy import (
     URL,
     Connection,
+    Select,
     bindparam,
     create_engine,
-    delete,
     func,
     insert,
-    literal_column,
     select,
     text,
-    update,
 )
 from sqlalchemy.dialects.postgresql import dialect as pg_dialect
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -54,50 +51,29 @@ from sqlalchemy.sql import ClauseElement
 
 from xclaw.core.errors import ConfigError
 from xclaw.redact import register_secret
-from xclaw.store.base import (
-    LEDGER_ORDER,
-    Checkpoint,
-    EventRecord,
-    LedgerEntry,
-    RollbackReport,
-    SessionRecord,
-    SessionState,
-    StepRecord,
-    Store,
-    TranscriptItem,
-    WriteBatch,
-)
+from xclaw.store import queries
+from xclaw.store.base import RollbackReport, SessionRecord, TranscriptItem, WriteBatch
 from xclaw.store.schema import (
     MIGRATIONS,
     checkpoint_row,
     checkpoints,
-    copy_latest_checkpoint,
-    copy_rows_up_to,
-    copy_session_for_fork,
-    dumps,
     event_row,
     events,
-    find_step,
     item_row,
     items,
-    ledger,
-    ledger_from_row,
     ledger_row,
-    loads_opt,
     migrate,
     schema_version,
     session_from_row,
     session_row,
     session_update_params,
     sessions,
-    step_from_row,
     step_row,
     steps,
 )
 
 T = TypeVar("T")
 
-_SIDE_EFFECT_RANK = LEDGER_ORDER["started"]
 _DIALECT = pg_dialect(paramstyle="pyformat")  # type: ignore[no-untyped-call]  # %(name)s
 _MIGRATION_LOCK = 0x78636C6177  # "xclaw": the advisory lock key held while migrating
 CONNECT_TIMEOUT_S = 10
@@ -109,25 +85,6 @@ def _sql(stmt: ClauseElement, columns: list[str] | None = None) -> str:
     return str(stmt.compile(dialect=_DIALECT, column_keys=columns))
 
 
-def _upsert(table: Any, key: tuple[str, str], **where: Any) -> str:
-    stmt = pg_insert(table)
-    return _sql(
-        stmt.on_conflict_do_update(
-            index_elements=[table.c[k] for k in key],
-            set_={c.name: stmt.excluded[c.name] for c in table.c if c.name not in key},
-            **where,
-        )
-    )
-
-
-def _last(column: Any, table: Any) -> Any:
-    return (
-        select(func.coalesce(func.max(column), literal_column("0")))
-        .where(table.c.session_id == bindparam("session_id"))
-        .scalar_subquery()
-    )
-
-
 # The commit path runs these on the psycopg connection, like SqliteStore does on sqlite3:
 # SQLAlchemy's per-statement overhead is comparable to a round trip on a local socket.
 _SQL_INSERT_SESSION = _sql(insert(sessions))
@@ -135,25 +92,13 @@ _SQL_LOCK_SESSION = _sql(
     select(sessions.c.id).where(sessions.c.id == bindparam("session_id")).with_for_update()
 )
 _SQL_INSERT_ITEMS = _sql(insert(items))
-_SQL_UPSERT_STEPS = _upsert(steps, ("session_id", "step_id"))
-# An earlier phase arriving late (a replayed barrier) must not undo a later one.
-_SQL_UPSERT_LEDGER = _upsert(
-    ledger,
-    ("session_id", "key"),
-    where=ledger.c.phase_rank <= pg_insert(ledger).excluded.phase_rank,
-)
+_SQL_UPSERT_STEPS = _sql(queries.upsert(pg_insert, steps, ("session_id", "step_id")))
+_SQL_UPSERT_LEDGER = _sql(queries.ledger_upsert(pg_insert))
 _SQL_INSERT_EVENTS = _sql(insert(events))
 _SQL_INSERT_CHECKPOINTS = _sql(insert(checkpoints), [c.name for c in checkpoints.c][1:])
-_SQL_LOAD_ITEMS = _sql(
-    select(items.c.seq, items.c.step_id, items.c.turn, items.c.payload, items.c.created_at)
-    .where(items.c.session_id == bindparam("session_id"))
-    .order_by(items.c.seq)
-)
-_SQL_GET_SESSION = _sql(select(sessions).where(sessions.c.id == bindparam("session_id")))
-_SQL_COUNTERS = _sql(
-    select(_last(steps.c.number, steps), _last(items.c.seq, items), _last(events.c.seq, events))
-)
-_SESSION_COLUMNS = tuple(c.name for c in sessions.c)
+_SQL_LOAD_ITEMS = _sql(queries.LOAD_ITEMS)
+_SQL_GET_SESSION = _sql(queries.GET_SESSION)
+_SQL_COUNTERS = _sql(queries.COUNTERS)
 
 
 _PARAM = re.compile(r"%\((\w+)\)s")
@@ -191,12 +136,7 @@ def _last_per_key(rows: list[dict[str, Any]], key: str, rank: str | None) -> lis
 
 @lru_cache(maxsize=64)
 def _sql_session_update(keys: tuple[str, ...]) -> str:
-    stmt = (
-        update(sessions)
-        .where(sessions.c.id == bindparam("b_id"))
-        .values({k: bindparam(f"b_{k}") for k in keys})
-    )
-    return _sql(stmt)
+    return _sql(queries.session_update(keys))
 
 
 def parse_database_url(url: str) -> URL:
@@ -233,7 +173,7 @@ def redacted_url(url: URL | str) -> str:
     return parsed.render_as_string(hide_password=True)
 
 
-class PostgresStore(Store):
+class PostgresStore(queries.SqlStore):
     """``Store`` on a PostgreSQL database named by ``url`` (``postgresql://…``)."""
 
     def __init__(self, url: str | URL, *, pool_size: int = 2) -> None:
@@ -342,12 +282,6 @@ class PostgresStore(Store):
     def close(self) -> None:
         self._finalizer()
 
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- writes -----------------------------------------------------------------------------
 
     def commit(self, batch: WriteBatch) -> None:
@@ -405,60 +339,9 @@ class PostgresStore(Store):
     def rollback(self, session_id: str, step_id: str) -> RollbackReport:
         def work() -> tuple[int, int, list[Any]]:
             with self._write() as conn:
-                meta_text = conn.execute(
-                    select(sessions.c.meta).where(sessions.c.id == session_id).with_for_update()
-                ).scalar()
-                number, turn = find_step(conn, session_id, step_id)
-                # Step ids are never handed out twice: the next step continues after the highest.
-                highest = conn.execute(
-                    select(func.max(steps.c.number)).where(steps.c.session_id == session_id)
-                ).scalar_one()
-                meta = loads_opt(meta_text) or {}
-                meta["step_high_water"] = max(
-                    int(meta.get("step_high_water", 0)), int(highest or 0)
-                )
-                doomed = conn.execute(
-                    select(ledger).where(
-                        ledger.c.session_id == session_id, ledger.c.step_no >= number
-                    )
-                ).all()
-                removed_steps = conn.execute(
-                    delete(steps).where(steps.c.session_id == session_id, steps.c.number >= number)
-                ).rowcount
-                removed_items = conn.execute(
-                    delete(items).where(items.c.session_id == session_id, items.c.step_no >= number)
-                ).rowcount
-                conn.execute(
-                    delete(ledger).where(
-                        ledger.c.session_id == session_id, ledger.c.step_no >= number
-                    )
-                )
-                # A checkpoint from a later turn describes work that no longer exists.
-                conn.execute(
-                    delete(checkpoints).where(
-                        checkpoints.c.session_id == session_id, checkpoints.c.turn > turn
-                    )
-                )
-                conn.execute(
-                    update(sessions)
-                    .where(sessions.c.id == session_id)
-                    .values(
-                        state="paused",
-                        phase="ROLLED_BACK",
-                        pending=None,
-                        meta=dumps(meta),
-                        updated_at=time.time(),
-                    )
-                )
-            return removed_steps, removed_items, list(doomed)
+                return queries.delete_from_step(conn, session_id, step_id, lock=True)
 
-        removed_steps, removed_items, doomed = self._retrying(work)
-        irreversible = [
-            entry
-            for entry in map(ledger_from_row, doomed)
-            if not entry.read_only and LEDGER_ORDER[entry.phase] >= _SIDE_EFFECT_RANK
-        ]
-        return RollbackReport(session_id, step_id, removed_steps, removed_items, irreversible)
+        return queries.rollback_report(session_id, step_id, self._retrying(work))
 
     def fork(self, session_id: str, step_id: str, new_session_id: str) -> SessionRecord:
         def work() -> SessionRecord:
@@ -469,13 +352,7 @@ class PostgresStore(Store):
                     .where(sessions.c.id == session_id)
                     .with_for_update(read=True)
                 )
-                number, turn = find_step(conn, session_id, step_id)
-                copy_session_for_fork(conn, session_id, step_id, new_session_id, time.time())
-                copy_rows_up_to(conn, steps, steps.c.number, session_id, number, new_session_id)
-                copy_rows_up_to(conn, items, items.c.step_no, session_id, number, new_session_id)
-                copy_rows_up_to(conn, ledger, ledger.c.step_no, session_id, number, new_session_id)
-                copy_latest_checkpoint(conn, session_id, turn, new_session_id)
-                row = conn.execute(select(sessions).where(sessions.c.id == new_session_id)).one()
+                row = queries.copy_for_fork(conn, session_id, step_id, new_session_id)
             return session_from_row(row)
 
         return self._retrying(work)
@@ -496,7 +373,7 @@ class PostgresStore(Store):
 
         return self._retrying(work)
 
-    def _all(self, query: Any) -> list[Any]:
+    def _all(self, query: Select[Any]) -> list[Any]:
         def work() -> list[Any]:
             with self._transaction(write=False, lone=True) as conn:
                 return list(conn.execute(query).all())
@@ -505,38 +382,7 @@ class PostgresStore(Store):
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         rows = self._fetch(_SQL_GET_SESSION, {"session_id": session_id})
-        if not rows:
-            return None
-        return _session_from_tuple(rows[0])
-
-    def list_sessions(
-        self,
-        *,
-        state: SessionState | None = None,
-        root: str | None = None,
-        text: str | None = None,
-        limit: int = 50,
-    ) -> list[SessionRecord]:
-        query = select(sessions).order_by(sessions.c.created_at.desc(), sessions.c.id.desc())
-        if state is not None:
-            query = query.where(sessions.c.state == state)
-        if root is not None:
-            query = query.where(sessions.c.root == root)
-        if text:
-            pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"
-            query = query.where(
-                sessions.c.task.ilike(pattern, escape="\\")
-                | sessions.c.title.ilike(pattern, escape="\\")
-            )
-        return [session_from_row(r) for r in self._all(query.limit(limit))]
-
-    def list_children(self, session_id: str) -> list[SessionRecord]:
-        query = (
-            select(sessions)
-            .where(sessions.c.parent_session_id == session_id)
-            .order_by(sessions.c.created_at, sessions.c.id)
-        )
-        return [session_from_row(r) for r in self._all(query)]
+        return queries.session_from_tuple(rows[0]) if rows else None
 
     def load_items(self, session_id: str) -> list[TranscriptItem]:
         rows = self._fetch(_SQL_LOAD_ITEMS, {"session_id": session_id})
@@ -544,51 +390,6 @@ class PostgresStore(Store):
             TranscriptItem(seq, step_id, turn, json.loads(payload), created_at)
             for seq, step_id, turn, payload, created_at in rows
         ]
-
-    def list_steps(self, session_id: str) -> list[StepRecord]:
-        query = select(steps).where(steps.c.session_id == session_id).order_by(steps.c.number)
-        return [step_from_row(r) for r in self._all(query)]
-
-    def load_ledger(self, session_id: str) -> list[LedgerEntry]:
-        query = (
-            select(ledger)
-            .where(ledger.c.session_id == session_id)
-            .order_by(ledger.c.step_no, ledger.c.turn, ledger.c.key)
-        )
-        return [ledger_from_row(r) for r in self._all(query)]
-
-    def list_events(self, session_id: str, *, after_seq: int = 0) -> list[EventRecord]:
-        c = events.c
-        query = (
-            select(c.seq, c.type, c.turn, c.payload, c.ts, c.call_id)
-            .where(c.session_id == session_id, c.seq > after_seq)
-            .order_by(c.seq)
-        )
-        return [
-            EventRecord(seq, type_, turn, json.loads(payload), ts, call_id)
-            for seq, type_, turn, payload, ts, call_id in self._all(query)
-        ]
-
-    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
-        c = checkpoints.c
-        query = (
-            select(c.turn, c.created_at, c.goal, c.modified_files, c.verification, c.open_items)
-            .where(c.session_id == session_id)
-            .order_by(c.turn.desc(), c.id.desc())
-            .limit(1)
-        )
-        rows = self._all(query)
-        if not rows:
-            return None
-        turn, created_at, goal, files, verification, open_items = rows[0]
-        return Checkpoint(
-            turn,
-            created_at,
-            goal,
-            json.loads(files),
-            json.loads(verification),
-            json.loads(open_items),
-        )
 
     def counters(self, session_id: str) -> tuple[int, int, int]:
         step_no, item_seq, event_seq = self._fetch(_SQL_COUNTERS, {"session_id": session_id})[0]
@@ -601,11 +402,6 @@ def _driver(conn: Connection) -> psycopg.Connection[Any]:
     if driver is None:  # only after invalidate(), never inside a live transaction
         raise RuntimeError("the database connection was invalidated")
     return cast("psycopg.Connection[Any]", driver)
-
-
-def _session_from_tuple(row: tuple[Any, ...]) -> SessionRecord:
-    named = SimpleNamespace(**dict(zip(_SESSION_COLUMNS, row, strict=True)))
-    return session_from_row(named)  # type: ignore[arg-type]
 
 
 def _is_connection_error(err: DBAPIError) -> bool:

@@ -8,9 +8,7 @@ and see every commit made before they started, from any process.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sqlite3
 import stat
 import threading
@@ -19,24 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, NoReturn, cast
 
 from pydantic_core import from_json
-from sqlalchemy import (
-    URL,
-    Connection,
-    Engine,
-    bindparam,
-    create_engine,
-    delete,
-    event,
-    func,
-    insert,
-    literal_column,
-    select,
-    update,
-)
+from sqlalchemy import URL, Connection, Engine, Select, create_engine, event, insert
 from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
@@ -44,47 +28,26 @@ from sqlalchemy.sql import ClauseElement
 
 from xclaw import dirs
 from xclaw.core.errors import ConfigError
-from xclaw.store.base import (
-    LEDGER_ORDER,
-    Checkpoint,
-    EventRecord,
-    LedgerEntry,
-    RollbackReport,
-    SessionRecord,
-    SessionState,
-    StepRecord,
-    Store,
-    TranscriptItem,
-    WriteBatch,
-)
+from xclaw.store import queries
+from xclaw.store.base import RollbackReport, SessionRecord, TranscriptItem, WriteBatch
 from xclaw.store.schema import (
     checkpoint_row,
     checkpoints,
-    copy_latest_checkpoint,
-    copy_rows_up_to,
-    copy_session_for_fork,
-    dumps,
     event_row,
     events,
-    find_step,
     item_row,
     items,
-    ledger,
-    ledger_from_row,
     ledger_row,
-    loads_opt,
     migrate,
     session_from_row,
     session_row,
     session_update_params,
     sessions,
-    step_from_row,
     step_row,
     steps,
 )
 
 BUSY_TIMEOUT_MS = 10_000
-_SIDE_EFFECT_RANK = LEDGER_ORDER["started"]
 _NAMED = sqlite_dialect(paramstyle="named")
 
 
@@ -93,62 +56,23 @@ def _sql(stmt: ClauseElement, columns: list[str] | None = None) -> str:
     return str(stmt.compile(dialect=_NAMED, column_keys=columns))
 
 
-def _upsert(table: Any, key: tuple[str, str], **where: Any) -> str:
-    stmt = sqlite_insert(table)
-    return _sql(
-        stmt.on_conflict_do_update(
-            index_elements=[table.c[k] for k in key],
-            set_={c.name: stmt.excluded[c.name] for c in table.c if c.name not in key},
-            **where,
-        )
-    )
-
-
-def _ledger_upsert() -> str:
-    # An earlier phase arriving late (a replayed barrier) must not undo a later one.
-    excluded = sqlite_insert(ledger).excluded
-    return _upsert(ledger, ("session_id", "key"), where=ledger.c.phase_rank <= excluded.phase_rank)
-
-
 # The commit path runs these compiled strings on the driver connection: SQLAlchemy's
 # per-statement execution overhead (~40 µs here) is larger than SQLite's own work.
 _SQL_INSERT_SESSION = _sql(insert(sessions))
 _SQL_INSERT_ITEMS = _sql(insert(items))
-_SQL_UPSERT_STEPS = _upsert(steps, ("session_id", "step_id"))
-_SQL_UPSERT_LEDGER = _ledger_upsert()
+_SQL_UPSERT_STEPS = _sql(queries.upsert(sqlite_insert, steps, ("session_id", "step_id")))
+_SQL_UPSERT_LEDGER = _sql(queries.ledger_upsert(sqlite_insert))
 _SQL_INSERT_EVENTS = _sql(insert(events))
 _SQL_INSERT_CHECKPOINTS = _sql(insert(checkpoints), [c.name for c in checkpoints.c][1:])
-_SQL_LOAD_ITEMS = _sql(
-    select(items.c.seq, items.c.step_id, items.c.turn, items.c.payload, items.c.created_at)
-    .where(items.c.session_id == bindparam("session_id"))
-    .order_by(items.c.seq)
-)
-_SQL_GET_SESSION = _sql(select(sessions).where(sessions.c.id == bindparam("session_id")))
-_SESSION_COLUMNS = tuple(c.name for c in sessions.c)
-
-
-def _last(column: Any, table: Any) -> Any:
-    return (
-        select(func.coalesce(func.max(column), literal_column("0")))
-        .where(table.c.session_id == bindparam("session_id"))
-        .scalar_subquery()
-    )
-
-
+_SQL_LOAD_ITEMS = _sql(queries.LOAD_ITEMS)
 # Every gateway turn reads both: compiled once, run on the driver connection like the above.
-_SQL_COUNTERS = _sql(
-    select(_last(steps.c.number, steps), _last(items.c.seq, items), _last(events.c.seq, events))
-)
+_SQL_GET_SESSION = _sql(queries.GET_SESSION)
+_SQL_COUNTERS = _sql(queries.COUNTERS)
 
 
 @lru_cache(maxsize=64)
 def _sql_session_update(keys: tuple[str, ...]) -> str:
-    stmt = (
-        update(sessions)
-        .where(sessions.c.id == bindparam("b_id"))
-        .values({k: bindparam(f"b_{k}") for k in keys})
-    )
-    return _sql(stmt)
+    return _sql(queries.session_update(keys))
 
 
 def open_store(path: Path | None = None) -> SqliteStore:
@@ -159,7 +83,7 @@ def open_store(path: Path | None = None) -> SqliteStore:
     return SqliteStore(path)
 
 
-class SqliteStore(Store):
+class SqliteStore(queries.SqlStore):
     """``Store`` on one SQLite file. ``data_dir`` (default: the file's folder) is the folder
     the database must stay inside; it is checked again before every write."""
 
@@ -256,12 +180,6 @@ class SqliteStore(Store):
             self._conn.close()
         self._engine.dispose()
 
-    def __enter__(self) -> SqliteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- writes -----------------------------------------------------------------------------
 
     def commit(self, batch: WriteBatch) -> None:
@@ -306,65 +224,12 @@ class SqliteStore(Store):
 
     def rollback(self, session_id: str, step_id: str) -> RollbackReport:
         with self._write() as conn:
-            number, turn = find_step(conn, session_id, step_id)
-            # Step ids are never handed out twice: the next step continues after the highest.
-            highest = conn.execute(
-                select(func.max(steps.c.number)).where(steps.c.session_id == session_id)
-            ).scalar_one()
-            meta = (
-                loads_opt(
-                    conn.execute(
-                        select(sessions.c.meta).where(sessions.c.id == session_id)
-                    ).scalar()
-                )
-                or {}
-            )
-            meta["step_high_water"] = max(int(meta.get("step_high_water", 0)), int(highest or 0))
-            doomed = conn.execute(
-                select(ledger).where(ledger.c.session_id == session_id, ledger.c.step_no >= number)
-            ).all()
-            removed_steps = conn.execute(
-                delete(steps).where(steps.c.session_id == session_id, steps.c.number >= number)
-            ).rowcount
-            removed_items = conn.execute(
-                delete(items).where(items.c.session_id == session_id, items.c.step_no >= number)
-            ).rowcount
-            conn.execute(
-                delete(ledger).where(ledger.c.session_id == session_id, ledger.c.step_no >= number)
-            )
-            # A checkpoint from a later turn describes work that no longer exists.
-            conn.execute(
-                delete(checkpoints).where(
-                    checkpoints.c.session_id == session_id, checkpoints.c.turn > turn
-                )
-            )
-            conn.execute(
-                update(sessions)
-                .where(sessions.c.id == session_id)
-                .values(
-                    state="paused",
-                    phase="ROLLED_BACK",
-                    pending=None,
-                    meta=dumps(meta),
-                    updated_at=time.time(),
-                )
-            )
-        irreversible = [
-            entry
-            for entry in map(ledger_from_row, doomed)
-            if not entry.read_only and LEDGER_ORDER[entry.phase] >= _SIDE_EFFECT_RANK
-        ]
-        return RollbackReport(session_id, step_id, removed_steps, removed_items, irreversible)
+            removed = queries.delete_from_step(conn, session_id, step_id)
+        return queries.rollback_report(session_id, step_id, removed)
 
     def fork(self, session_id: str, step_id: str, new_session_id: str) -> SessionRecord:
         with self._write() as conn:
-            number, turn = find_step(conn, session_id, step_id)
-            copy_session_for_fork(conn, session_id, step_id, new_session_id, time.time())
-            copy_rows_up_to(conn, steps, steps.c.number, session_id, number, new_session_id)
-            copy_rows_up_to(conn, items, items.c.step_no, session_id, number, new_session_id)
-            copy_rows_up_to(conn, ledger, ledger.c.step_no, session_id, number, new_session_id)
-            copy_latest_checkpoint(conn, session_id, turn, new_session_id)
-            row = conn.execute(select(sessions).where(sessions.c.id == new_session_id)).one()
+            row = queries.copy_for_fork(conn, session_id, step_id, new_session_id)
         return session_from_row(row)
 
     # -- reads ------------------------------------------------------------------------------
@@ -372,43 +237,11 @@ class SqliteStore(Store):
     def get_session(self, session_id: str) -> SessionRecord | None:
         with self._lock:  # a lone statement is its own snapshot
             row = self._db.execute(_SQL_GET_SESSION, {"session_id": session_id}).fetchone()
-        if row is None:
-            return None
-        named = SimpleNamespace(**dict(zip(_SESSION_COLUMNS, row, strict=True)))
-        return session_from_row(cast(Any, named))
+        return None if row is None else queries.session_from_tuple(row)
 
-    def list_sessions(
-        self,
-        *,
-        state: SessionState | None = None,
-        root: str | None = None,
-        text: str | None = None,
-        limit: int = 50,
-    ) -> list[SessionRecord]:
-        query = select(sessions).order_by(sessions.c.created_at.desc(), sessions.c.id.desc())
-        if state is not None:
-            query = query.where(sessions.c.state == state)
-        if root is not None:
-            query = query.where(sessions.c.root == root)
-        if text:
-            pattern = "%" + re.sub(r"([\\%_])", r"\\\1", text) + "%"
-            query = query.where(
-                sessions.c.task.ilike(pattern, escape="\\")
-                | sessions.c.title.ilike(pattern, escape="\\")
-            )
+    def _all(self, query: Select[Any]) -> list[Any]:
         with self._read() as conn:
-            rows = conn.execute(query.limit(limit)).all()
-        return [session_from_row(r) for r in rows]
-
-    def list_children(self, session_id: str) -> list[SessionRecord]:
-        query = (
-            select(sessions)
-            .where(sessions.c.parent_session_id == session_id)
-            .order_by(sessions.c.created_at, sessions.c.id)
-        )
-        with self._read() as conn:
-            rows = conn.execute(query).all()
-        return [session_from_row(r) for r in rows]
+            return list(conn.execute(query).all())
 
     def load_items(self, session_id: str) -> list[TranscriptItem]:
         # The resume hot path: one SELECT on the driver connection (a lone statement is its
@@ -419,58 +252,6 @@ class SqliteStore(Store):
             TranscriptItem(seq, step_id, turn, from_json(payload, cache_strings="keys"), created_at)
             for seq, step_id, turn, payload, created_at in rows
         ]
-
-    def list_steps(self, session_id: str) -> list[StepRecord]:
-        query = select(steps).where(steps.c.session_id == session_id).order_by(steps.c.number)
-        with self._read() as conn:
-            rows = conn.execute(query).all()
-        return [step_from_row(r) for r in rows]
-
-    def load_ledger(self, session_id: str) -> list[LedgerEntry]:
-        query = (
-            select(ledger)
-            .where(ledger.c.session_id == session_id)
-            .order_by(ledger.c.step_no, ledger.c.turn, ledger.c.key)
-        )
-        with self._read() as conn:
-            rows = conn.execute(query).all()
-        return [ledger_from_row(r) for r in rows]
-
-    def list_events(self, session_id: str, *, after_seq: int = 0) -> list[EventRecord]:
-        c = events.c
-        query = (
-            select(c.seq, c.type, c.turn, c.payload, c.ts, c.call_id)
-            .where(c.session_id == session_id, c.seq > after_seq)
-            .order_by(c.seq)
-        )
-        with self._read() as conn:
-            rows = conn.execute(query).all()
-        return [
-            EventRecord(seq, type_, turn, json.loads(payload), ts, call_id)
-            for seq, type_, turn, payload, ts, call_id in rows
-        ]
-
-    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
-        c = checkpoints.c
-        query = (
-            select(c.turn, c.created_at, c.goal, c.modified_files, c.verification, c.open_items)
-            .where(c.session_id == session_id)
-            .order_by(c.turn.desc(), c.id.desc())
-            .limit(1)
-        )
-        with self._read() as conn:
-            row = conn.execute(query).first()
-        if row is None:
-            return None
-        turn, created_at, goal, files, verification, open_items = row
-        return Checkpoint(
-            turn,
-            created_at,
-            goal,
-            json.loads(files),
-            json.loads(verification),
-            json.loads(open_items),
-        )
 
     def counters(self, session_id: str) -> tuple[int, int, int]:
         with self._lock:
