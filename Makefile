@@ -54,7 +54,7 @@ bench: deps
 	$(BIN)/python bench/gateway_load.py
 	$(BIN)/python bench/agents_debate.py
 	$(BIN)/python bench/scan_corpus.py
-	$(BIN)/python bench/memory_search.py --milvus-sizes 10000,100000
+	$(BIN)/python bench/memory_search.py --sizes 10000,100000,1000000 --milvus-sizes 10000,100000,1000000
 	$(BIN)/python bench/memory_index.py --sizes 10000,100000,1000000 --open-n 100000
 	$(BIN)/python bench/memory_eval.py
 	$(BIN)/python bench/store_overhead.py

@@ -44,7 +44,7 @@ from xclaw.store.postgres import PostgresStore
 from xclaw.store.sqlite import SqliteStore
 
 SEED = int(os.environ.get("XCLAW_FAULT_SEED", "20240607"))
-TRIALS = int(os.environ.get("XCLAW_FAULT_TRIALS", "52"))
+TRIALS = int(os.environ.get("XCLAW_FAULT_TRIALS", "36"))  # more: XCLAW_FAULT_TRIALS=200
 TRIALS_PG = int(os.environ.get("XCLAW_FAULT_TRIALS_PG", "12"))
 GROUPS = 7
 SEED_TEXT = "seed file: copied by cp, never changed\n"
