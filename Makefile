@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-APT_PACKAGES := git ripgrep bubblewrap util-linux chromium postgresql redis-server
+APT_PACKAGES := git ripgrep bubblewrap util-linux chromium postgresql redis-server nodejs
 STAMP := $(VENV)/.installed
 
 .PHONY: deps sysdeps demo test lint bench clean conformance

@@ -28,8 +28,7 @@ def test_dataset_has_enough_cases_and_each_checks_something() -> None:
 @pytest.mark.parametrize("case", LOADED.cases, ids=lambda c: c.id)
 async def test_case_fails_untouched_and_passes_solved(case, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     missing = [p for p in case.requires if shutil.which(p) is None]
-    if missing:
-        pytest.skip(f"needs {missing}")
+    assert not missing, f"{case.id} needs {missing}: `make deps` installs them"
     options = EvalOptions()
     fixture = LOADED.resolve(case.fixture, what="fixture", folder=True)
     untouched, solved = tmp_path / "untouched" / "project", tmp_path / "solved" / "project"
