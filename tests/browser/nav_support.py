@@ -8,21 +8,12 @@ reached it, so a test can tell a blocked request from one that was merely hidden
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from xclaw.browser import CONTAINER_ARGS, BrowserOptions, find_browser
 from xclaw.browser.session import BrowserTimeouts
-from xclaw.core.dispatch import run_tool_calls
 from xclaw.core.errors import ConfigError
-from xclaw.core.events import EventBus
-from xclaw.core.limits import Limits
-from xclaw.core.messages import ToolCallPart, ToolResult
-from xclaw.core.state import RunState
-from xclaw.core.tooling import Answer, ApprovalRequest
-from xclaw.policy.engine import PolicyEngine
-from xclaw.tools.registry import BoundToolbox
 
 FAST = BrowserTimeouts(navigation_s=10, action_s=2, settle_s=1.5, quiet_ms=100)
 
@@ -108,34 +99,6 @@ def site_pages(inner: str) -> dict[str, Any]:
         "ws.onclose = () => { const o = document.getElementById('out');"
         " if (o.textContent === 'pending') o.textContent = 'closed'; };</script>",
     }
-
-
-@dataclass
-class Answers:
-    """An approver that answers from a list (default: deny) and remembers what it was asked."""
-
-    script: list[Answer] = field(default_factory=list)
-    asked: list[ApprovalRequest] = field(default_factory=list)
-
-    async def approve(self, request: ApprovalRequest) -> Answer:
-        self.asked.append(request)
-        return self.script.pop(0) if self.script else "deny"
-
-
-@dataclass
-class Deps:
-    toolbox: BoundToolbox
-    policy: PolicyEngine
-    approver: Answers
-    bus: EventBus = field(default_factory=EventBus)
-    limits: Limits = field(default_factory=Limits)
-
-
-async def dispatch(deps: Deps, name: str, **arguments: Any) -> ToolResult:
-    """One call through the real dispatch: inspect, policy, approval, execute."""
-    state = RunState("test", f"call {name}", [])
-    records = await run_tool_calls(state, deps, [ToolCallPart("call_1", name, arguments)])
-    return records[0].result
 
 
 def start_servers() -> tuple[_Server, _Server]:

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from nav_support import FAST, Answers, Deps, _Server, browser_options, dispatch, start_servers
+from nav_support import FAST, _Server, browser_options, start_servers
+from tests.tools.browser_site import Answers, Deps, dispatch
 
 from xclaw.browser.session import BrowserPool, BrowserSession
 from xclaw.core.tooling import Grant
