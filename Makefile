@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-APT_PACKAGES := git ripgrep bubblewrap util-linux chromium postgresql redis-server nodejs
+APT_PACKAGES := git ripgrep bubblewrap util-linux libseccomp2 passwd chromium postgresql redis-server nodejs
 STAMP := $(VENV)/.installed
 
 .PHONY: deps sysdeps demo test lint bench clean conformance
@@ -34,8 +34,16 @@ lint: deps
 	$(BIN)/ruff format --check src tests bench conformance evals
 	$(BIN)/mypy
 
+# The attack suites run twice: as the caller (root in CI) and as an unprivileged user.
+UNPRIVILEGED_SUITES := tests/security/test_sandbox_attacks.py tests/security/test_git_seal_attacks.py \
+	tests/security/test_outside_paths.py tests/security/test_config_attacks.py \
+	tests/security/test_host_git_attacks.py tests/security/test_redaction_attacks.py \
+	tests/security/test_scanner_attacks.py tests/security/test_attack_corpus.py \
+	tests/security/test_ordinary_work.py
+
 test: deps lint
 	$(BIN)/python -m pytest -q
+	tests/unprivileged.sh $(BIN)/python $(UNPRIVILEGED_SUITES)
 	$(MAKE) --no-print-directory conformance
 
 # Replays real recorded provider traffic through the adapters (see conformance/README.md).

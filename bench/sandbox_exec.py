@@ -1,8 +1,10 @@
 """Added cost of the sandbox: one ``terminal.exec`` through the tool, bwrap vs host.
 
 Both runs go through the same registry, policy-free ``execute`` path and output capture: the
-only difference is the launcher (``nsenter`` into the session's network namespace + ``bwrap``
-with the full mount plan, against a plain spawn with the allow-listed environment). The
+only difference is the launcher (``prlimit`` + ``nsenter`` into the session's network
+namespace + ``bwrap`` with its own user namespace, ``--cap-drop ALL``, the seccomp filter, the
+sealed ``.git`` and the full mount plan — and, as root, the per-command pids cgroup — against
+a plain spawn with the allow-listed environment). The probe line says what was on. The
 session network is started before timing, as it is once per session. Target: at most 15 ms
 added per call. Run: ``make bench`` (or ``python bench/sandbox_exec.py 200``).
 """
@@ -52,6 +54,9 @@ async def main(calls: int) -> int:
         root = Path(tmp)
         host = await ms_per_call(root, HostSandbox(), calls)
         boxed = await ms_per_call(root, BwrapSandbox(), calls)
+    from xclaw.sandbox.probe import probe_bwrap
+
+    print(f"sandbox: {probe_bwrap().summary()}")
     h, b = statistics.median(host), statistics.median(boxed)
     added = b - h
     print(f"terminal.exec `true`, {calls} calls, median ms per call")

@@ -1,12 +1,18 @@
-"""Behaviour configuration: ``xclaw.yaml`` (project, then user), then the environment.
+"""Behaviour configuration, resolved once: defaults, then the user's ``xclaw.yaml``, then the
+project's, then flags (and ``XCLAW_*`` variables), merged key by key (lists are replaced).
 
-Secrets never live here; they come from the environment.
+A project file can be written by whoever can write the project, the agent included, so fields
+that widen what xclaw does unasked are marked in the schema: ``user_only()`` (no project value
+at all) or ``project_may_set(...)`` (only these values); ``load_config`` refuses the rest with
+``CONFIG_UNSAFE``. Secrets never live here; they come from the environment.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +24,16 @@ from xclaw.core.limits import Limits
 from xclaw.dirs import config_dir
 
 ApprovalMode = Literal["ask", "deny", "allow"]
+
+
+def user_only() -> dict[str, Any]:
+    """Schema mark (``json_schema_extra``): only the user config or a flag may set the field."""
+    return {"user_only": True}
+
+
+def project_may_set(*values: str) -> dict[str, Any]:
+    """Schema mark: a project file may set the field to these values only."""
+    return {"project_values": list(values)}
 
 
 class LimitsConfig(BaseModel):
@@ -41,12 +57,15 @@ class SandboxConfig(BaseModel):
     """Where commands run (see xclaw.sandbox). Only your user config or a flag may weaken it."""
 
     model_config = ConfigDict(extra="forbid")
-    mode: SandboxMode | None = None
-    read_only_paths: list[str] = Field(default_factory=list)  # extra folders shown read-only
-    env_passthrough: list[str] = Field(default_factory=list)  # extra variable names passed
+    # A project may ask for more confinement, never for host mode (nor auto, which falls
+    # back to it).
+    mode: SandboxMode | None = Field(None, json_schema_extra=project_may_set("bwrap", "full"))
+    # Extra folders shown read-only, extra variable names passed: both widen what runs see.
+    read_only_paths: list[str] = Field(default_factory=list, json_schema_extra=user_only())
+    env_passthrough: list[str] = Field(default_factory=list, json_schema_extra=user_only())
     # Run commands as another user (seed 003: AGENT_RUN_UID / AGENT_RUN_GID also work).
-    run_as_uid: int | None = Field(None, ge=1)
-    run_as_gid: int | None = Field(None, ge=1)
+    run_as_uid: int | None = Field(None, ge=1, json_schema_extra=user_only())
+    run_as_gid: int | None = Field(None, ge=1, json_schema_extra=user_only())
 
     def options(self) -> Any:
         from xclaw.sandbox import BwrapOptions
@@ -263,93 +282,161 @@ class MemoryConfig(BaseModel):
 
 
 class XclawConfig(BaseModel):
+    """The whole file. User-only sections: a check is a command xclaw runs unasked, patch
+    settings widen what a job may edit, chronos starts unattended runs, browsing widens what
+    the browser opens unasked, observability sends traces away, mcp servers are programs
+    xclaw starts (a project's own go in .mcp.json, used once the user trusts them), memory
+    chooses where memories and an embeddings key go, store where sessions go, gateway where
+    their traffic goes."""
+
     model_config = ConfigDict(extra="forbid")
     model: str | None = None
-    approval: ApprovalMode | None = None
+    # A project may make approvals stricter, never turn them off.
+    approval: ApprovalMode | None = Field(None, json_schema_extra=project_may_set("ask", "deny"))
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
-    checks: dict[str, CheckConfig] = Field(default_factory=dict)
-    patch: PatchConfig = Field(default_factory=PatchConfig)
-    browsing: BrowsingConfig = Field(default_factory=BrowsingConfig)
-    chronos: ChronosConfig = Field(default_factory=ChronosConfig)
+    checks: dict[str, CheckConfig] = Field(default_factory=dict, json_schema_extra=user_only())
+    patch: PatchConfig = Field(default_factory=PatchConfig, json_schema_extra=user_only())
+    browsing: BrowsingConfig = Field(default_factory=BrowsingConfig, json_schema_extra=user_only())
+    chronos: ChronosConfig = Field(default_factory=ChronosConfig, json_schema_extra=user_only())
     agents: dict[str, Any] = Field(default_factory=dict)  # validated by xclaw.agents.config
-    memory: MemoryConfig = Field(default_factory=MemoryConfig)
-    mcp: dict[str, Any] = Field(default_factory=dict)  # validated by xclaw.mcp.settings
-    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
-    store: StoreConfig = Field(default_factory=StoreConfig)
-    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig, json_schema_extra=user_only())
+    # validated by xclaw.mcp.settings
+    mcp: dict[str, Any] = Field(default_factory=dict, json_schema_extra=user_only())
+    observability: ObservabilityConfig = Field(
+        default_factory=ObservabilityConfig, json_schema_extra=user_only()
+    )
+    store: StoreConfig = Field(default_factory=StoreConfig, json_schema_extra=user_only())
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig, json_schema_extra=user_only())
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` on top of ``base``: mappings merge key by key, anything else (lists too) is
+    replaced, so a project's ``sandbox: {mode: bwrap}`` keeps the user's other sandbox keys."""
+    merged = dict(base)
+    for key, value in over.items():
+        below = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(below, Mapping):
+            merged[key] = deep_merge(below, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _mark(model: type[BaseModel], key: object) -> tuple[dict[str, Any], type[BaseModel] | None]:
+    """The schema marks of ``model.key`` and, when it is a section, its model."""
+    info = model.model_fields.get(str(key))
+    if info is None:
+        return {}, None  # unknown: validation names it
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    kind = info.annotation
+    section = kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+    return extra, section
+
+
+def _first_leaf(path: str, value: object) -> str:
+    """The path down to the first value set under a mapping: ``memory.embedder.base_url``."""
+    while isinstance(value, Mapping) and value:
+        key, value = next(iter(value.items()))
+        path = f"{path}.{key}"
+    return path
+
+
+def unsafe_project_value(
+    data: Mapping[str, Any], model: type[BaseModel] = XclawConfig, prefix: str = ""
+) -> tuple[str, str] | None:
+    """What a project file sets that only the user may set, and why; None when nothing."""
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        mark, section = _mark(model, key)
+        if mark.get("user_only"):
+            given = _first_leaf(path, value)
+            return given, "only your user config may set " + ("it" if given == path else path)
+        allowed = mark.get("project_values")
+        if allowed is not None and value not in allowed:
+            return f"{path}: {value}", f"a project may set it to {' or '.join(allowed)} only"
+        if section is not None and isinstance(value, Mapping):
+            found = unsafe_project_value(value, section, f"{path}.")
+            if found is not None:
+                return found
+    return None
+
+
+def _refuse_unsafe(path: Path, data: Mapping[str, Any]) -> None:
+    found = unsafe_project_value(data)
+    if found is not None:
+        given, why = found
+        raise ConfigError(
+            f"{path} sets {given}, which a project file may not do ({why}).",
+            code="CONFIG_UNSAFE",
+            hint="Move it to your user config (~/.config/xclaw/xclaw.yaml); for one run, "
+            "--sandbox and --approval choose too.",
+        )
+
+
+def _read(path: Path) -> bytes | None:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return path.read_bytes()
     except OSError:
+        return None
+
+
+def _parse(path: Path, raw: bytes | None) -> dict[str, Any]:
+    if raw is None:
         return {}
-    except yaml.YAMLError as err:
+    try:
+        data = yaml.safe_load(raw.decode("utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise ConfigError(f"{path} is not valid YAML: {err}", hint="Fix the file.") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a mapping", hint="Fix the file.")
     return data
 
 
-def _refuse_weakening_sandbox(path: Path, sandbox: object) -> None:
-    """A project file may choose bwrap or full, never host mode or wider visibility."""
-    if not isinstance(sandbox, dict):
-        return
-    widening = ("read_only_paths", "env_passthrough", "run_as_uid", "run_as_gid")
-    if sandbox.get("mode") == "host" or any(sandbox.get(key) for key in widening):
-        raise ConfigError(
-            f"{path} weakens the sandbox (host mode, read_only_paths, env_passthrough or "
-            "run_as), "
-            "which a project file may not do.",
-            code="CONFIG_UNSAFE",
-            hint="Put it in your user config (~/.config/xclaw/xclaw.yaml) or pass --sandbox host.",
-        )
+# Resolved configurations by everything they were made from (paths, file contents, the
+# environment, flags): a file rewritten between calls is read again, never served stale.
+_resolved: dict[tuple[object, ...], XclawConfig] = {}
+_RESOLVED_MAX = 32
 
 
-def load_config(project: Path | None = None) -> XclawConfig:
-    """User file, overridden by the project file, overridden by XCLAW_* variables."""
-    merged: dict[str, Any] = _read_yaml(config_dir() / "xclaw.yaml")
-    if project is not None:
-        local = _read_yaml(project / "xclaw.yaml")
-        if local.get("approval") == "allow":
-            # A project file can be written by anyone who can write the project, the agent
-            # included: it must never be able to turn approvals off.
-            raise ConfigError(
-                f"{project / 'xclaw.yaml'} sets approval: allow, which a project file may not do.",
-                code="CONFIG_UNSAFE",
-                hint="Put it in your user config (~/.config/xclaw/xclaw.yaml) or pass "
-                "--approval allow.",
-            )
-        _refuse_weakening_sandbox(project / "xclaw.yaml", local.get("sandbox"))
-        for key in (
-            "checks",
-            "patch",
-            "chronos",
-            "browsing",
-            "observability",
-            "mcp",
-            "memory",
-            "store",
-            "gateway",
-        ):
-            if key not in local:
-                continue
-            # A check is a command xclaw runs unasked, patch settings widen what a job may
-            # edit, chronos starts unattended runs and browsing settings widen what the
-            # browser opens unasked, observability sends traces away: only the user may
-            # give them; mcp servers are programs xclaw starts (a project's own go in
-            # .mcp.json, used once the user trusts them); memory settings choose where your
-            # memories and an embeddings key are sent; store chooses where your sessions go,
-            # gateway where their traffic goes.
-            raise ConfigError(
-                f"{project / 'xclaw.yaml'} defines {key}, which a project file may not do.",
-                code="CONFIG_UNSAFE",
-                hint=f"Define {key} in your user config (~/.config/xclaw/xclaw.yaml).",
-            )
-        merged.update(local)
-    if os.environ.get("XCLAW_MODEL"):
-        merged["model"] = os.environ["XCLAW_MODEL"]
+def load_config(
+    project: Path | None = None, *, flags: Mapping[str, Any] | None = None
+) -> XclawConfig:
+    """Defaults, then the user file, then the project's ``xclaw.yaml`` (refused with
+    ``CONFIG_UNSAFE`` when it sets a user-only field), then ``XCLAW_MODEL``, then ``flags``
+    (the user's own command line, never checked), merged key by key."""
+    user_file = config_dir() / "xclaw.yaml"
+    project_file = project / "xclaw.yaml" if project is not None else None
+    user_raw = _read(user_file)
+    project_raw = _read(project_file) if project_file is not None else None
+    env_model = os.environ.get("XCLAW_MODEL") or None
+    flags_key = json.dumps(flags, sort_keys=True, default=str) if flags else None
+    key = (str(user_file), user_raw, str(project_file), project_raw, env_model, flags_key)
+    cached = _resolved.get(key)
+    if cached is None:
+        cached = _resolve(user_file, user_raw, project_file, project_raw, env_model, flags)
+        if len(_resolved) >= _RESOLVED_MAX:
+            _resolved.pop(next(iter(_resolved)))
+        _resolved[key] = cached
+    return cached.model_copy(deep=True)  # callers may change their copy
+
+
+def _resolve(
+    user_file: Path,
+    user_raw: bytes | None,
+    project_file: Path | None,
+    project_raw: bytes | None,
+    env_model: str | None,
+    flags: Mapping[str, Any] | None,
+) -> XclawConfig:
+    merged = _parse(user_file, user_raw)
+    if project_file is not None:
+        local = _parse(project_file, project_raw)
+        _refuse_unsafe(project_file, local)
+        merged = deep_merge(merged, local)
+    if env_model:
+        merged["model"] = env_model
+    merged = deep_merge(merged, flags or {})
     try:
         return XclawConfig.model_validate(merged)
     except ValidationError as err:

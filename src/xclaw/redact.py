@@ -7,6 +7,7 @@ traces, events, exports, error messages). It masks, in this order:
 - private-key blocks (PEM and PGP), body included, also when cut off before their END line;
 - well-known key formats (OpenAI, Anthropic, GitHub, AWS, Slack, Google, JWT, ...);
 - passwords in URLs, ``Authorization`` headers, bare bearer tokens, ``curl -u`` and netrc;
+- credentials in query strings (``?api_key=``, ``&sig=``, ``key=``), percent-encoded too;
 - values named as secrets: ``name=value``, ``name: value``, ``"name": "value"``, ``--name value``.
 
 Hand-written because the patterns are ours to choose, and false positives matter as much as
@@ -161,6 +162,15 @@ def register_secret(value: str) -> None:
     _KNOWN.add(value)
 
 
+def register_secrets(values: Mapping[str, str]) -> None:
+    """Register the values of ``values``' secret-named variables (a ``.env`` file read, a
+    mapping built from one), as the environment's are; paths, short words and references
+    (``${OTHER_KEY}``, ``<your key>``) are skipped."""
+    for value in secret_values(values):
+        if not _NOT_A_VALUE.fullmatch(value):
+            _KNOWN.add(value)
+
+
 def load_environment_secrets(env: Mapping[str, str] | None = None) -> None:
     """Re-read the secret values from ``env`` (default ``os.environ``). Done lazily once per
     process; call again after the environment changed. Registered values are kept."""
@@ -232,6 +242,43 @@ _NETRC = re.compile(
 )
 
 
+# A query parameter (raw or percent-encoded inside another URL): ?name=value, &name=value.
+_QUERY_PARAM = re.compile(
+    r"(?i)(?:&amp;|[?&]|%3F|%26|%253F|%2526)"
+    # only names that may be a credential's (the cheap test first, in the regex engine)
+    r"(?P<name>(?=[\w.\-\[\]]{0,80}?(?:pass|pwd|secret|token|key|auth|cred|jwt|cookie|dsn"
+    r"|conn|sig|hmac|sas|verifier))[a-z_][\w.\-\[\]]{0,80})(?:=|%3D|%253D)"
+    r"(?P<val>(?:(?!%26|%2526)[^&#\s\"'<>\\])+)"
+)
+# Names URLs carry credentials under that would be ordinary words elsewhere (Google's key=,
+# Azure SAS sig=, S3 / CloudFront Signature=).
+_QUERY_NAMES = frozenset({"key", "sig", "signature", "hmac", "code_verifier", "sas"})
+
+
+def _is_query_secret(name: str) -> bool:
+    words = [w for w in re.split(r"[^a-z0-9]+", _CAMEL.sub("_", name).lower()) if w]
+    if not words:
+        return False
+    return (
+        is_secret_field(name)
+        or "_".join(words) in _QUERY_NAMES
+        or words[-1] in ("sig", "signature")
+    )
+
+
+def _mask_query(text: str) -> str:
+    out: list[str] = []
+    last = pos = 0
+    while (m := _QUERY_PARAM.search(text, pos)) is not None:
+        if not _is_query_secret(m.group("name")) or _NOT_A_VALUE.fullmatch(m.group("val")):
+            pos = m.end("name")  # its value may hold an encoded URL with a credential in it
+            continue
+        out.append(text[last : m.start("val")] + MASK)
+        last = pos = m.end("val")
+    out.append(text[last:])
+    return "".join(out)
+
+
 def _mask_bearer(m: re.Match[str]) -> str:
     # All-lowercase letters is a word ("bearer authentication"), not a token.
     token = m.group(2)
@@ -300,6 +347,8 @@ def redact(text: str) -> str:
     text = _KEY_FORMATS.sub(MASK, text)
     if "://" in text:
         text = _URL_CREDENTIALS.sub(lambda m: m.group(1) + MASK, text)
+    if "=" in text or "%" in text:
+        text = _mask_query(text)
     text = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, text)
     text = _BEARER.sub(_mask_bearer, text)
     text = _CURL_USER.sub(lambda m: m.group(1) + MASK, text)

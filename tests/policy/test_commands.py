@@ -12,6 +12,7 @@ from xclaw.policy.commands import (
     classify_command,
     normalize_program,
 )
+from xclaw.policy.launchers import launch_chain
 
 
 def verdict(line: list[str]) -> tuple[str, Risk, str]:
@@ -405,3 +406,130 @@ def test_arguments_reaching_outside(root: Path, tmp_path: Path) -> None:
     assert out == ["/etc/hostname", "../sibling", "--out=/tmp/x", "~/notes"]
     # The root's own absolute path is inside.
     assert arguments_reaching_outside([str(root / "src")], root) == []
+
+
+def test_redirect_like_arguments_reaching_outside(root: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    words = [f"@{other}/args", f"-d@{other}/body", f"f=<{other}/x", f"file://{other}/x"]
+    assert arguments_reaching_outside(words, root) == words
+    (root / "args.txt").write_text("-O2\n")
+    inside = ["@args.txt", "@types/node", "-F", "f=@args.txt", f"file://{root}/args.txt"]
+    assert arguments_reaching_outside(inside, root) == []
+    assert arguments_reaching_outside(["file://[broken"], root) == []
+
+
+# --- what find and xargs run once per file ---
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        (["find", ".", "-name", "*.tmp", "-exec", "rm", "{}", "+"], "rm"),
+        (["find", ".", "-execdir", "rm", "{}", ";"], "rm"),
+        (["find", ".", "-ok", "rm", "{}", ";"], "rm"),
+        (["find", ".", "-exec", "/bin/rm", "--", "{}", "+"], "rm"),
+        (["find", ".", "-exec", "unlink", "{}", ";"], "unlink"),
+        (["find", ".", "-exec", "nice", "rm", "{}", "+"], "rm"),
+        (["xargs", "rm"], "rm"),
+        (["xargs", "-0", "rm", "--"], "rm"),
+        (["nice", "xargs", "-n1", "rm"], "rm"),
+        (["timeout", "5", "xargs", "rm"], "rm"),
+        (["find", ".", "-exec", "xargs", "rm", ";"], "rm"),
+        (["find", ".", "-exec", "sh", "-c", 'echo "$1"', "_", "{}", ";"], "sh -c"),
+        (["find", ".", "-execdir", "bash", "-c", "mv $0 $0.bak", "{}", ";"], "bash -c"),
+        (["xargs", "sh", "-c", "cat"], "sh -c"),
+        (["xargs", "-I{}", "python3", "-c", "print('{}')"], "python -c"),
+        (["xargs", "env"], "env"),  # the program to run comes from the input
+    ],
+)
+def test_programs_run_once_per_file_ask_like_rm_rf(line: list[str], rule: str) -> None:
+    v = classify_command(line[0], line[1:])
+    # Not "code a sandbox contains": every file given is at stake, so it asks in every mode.
+    assert (v.action, v.risk, v.rule, v.runs_code) == ("ask", Risk.DESTRUCTIVE, rule, False)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        ["find", ".", "-name", "*.py", "-exec", "grep", "-l", "x", "{}", "+"],
+        ["find", ".", "-type", "f", "-exec", "sha256sum", "{}", ";"],
+        ["find", ".", "-exec", "ls", "-l", "{}", ";"],
+        ["xargs", "-0", "wc", "-l"],
+        ["xargs"],
+        ["find", ".", "-name", "*.tmp"],
+    ],
+)
+def test_reading_per_file_is_allowed(line: list[str]) -> None:
+    assert not asks(line)
+
+
+def test_find_with_several_asking_actions_names_no_single_rule() -> None:
+    v = classify_command("find", [".", "-exec", "rm", "{}", "+", "-exec", "sh", "-c", "x", ";"])
+    assert (v.action, v.risk, v.rule) == ("ask", Risk.DESTRUCTIVE, "find -exec")
+    assert "rm" in v.reason and "sh -c" in v.reason
+    v = classify_command("find", [".", "-delete", "-exec", "sh", "-c", "x", ";"])
+    assert (v.action, v.rule) == ("ask", "find -exec")
+
+
+# --- known forms inside shell code ---
+
+
+@pytest.mark.parametrize(
+    ("line", "rule", "risk"),
+    [
+        (["sh", "-c", "make && rm -rf build"], "sh -c", Risk.DESTRUCTIVE),
+        (["bash", "-ec", "cd web; npm publish"], "bash -c", Risk.EXTERNAL),
+        (["bash", "-c", "git push origin main"], "bash -c", Risk.EXTERNAL),
+        (["sh", "-c", "FOO=1 sudo make install"], "sh -c", Risk.DESTRUCTIVE),
+        (["bash", "-c", "if true; then rm -r x; fi"], "bash -c", Risk.DESTRUCTIVE),
+        (["sh", "-c", "ls *.log | xargs rm"], "sh -c", Risk.DESTRUCTIVE),
+        (["zsh", "-c", "find . -delete"], "zsh -c", Risk.DESTRUCTIVE),
+        (["sh", "-c", "rm -rf $(cat list) 2>/dev/null"], "sh -c", Risk.DESTRUCTIVE),
+        (["env", "bash", "-c", "(cd x && rm -rf y)"], "bash -c", Risk.DESTRUCTIVE),
+        (["sh", "-c", "sh -c 'rm -rf x'"], "sh -c", Risk.DESTRUCTIVE),
+    ],
+)
+def test_known_forms_inside_shell_code_ask_outside_the_sandbox_too(
+    line: list[str], rule: str, risk: Risk
+) -> None:
+    v = classify_command(line[0], line[1:])
+    # The shell's rule, so granting "rm" alone never lets the rest of the code run.
+    assert (v.action, v.risk, v.rule, v.runs_code) == ("ask", risk, rule, False)
+    assert "in inline code" in v.reason
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "make && ./a.out",
+        "for f in *.txt; do wc -l $f; done",
+        "echo 'rm -rf x'",  # quoted: an argument of echo, no command
+        "echo 'unclosed",
+        "rm build/out.o",
+    ],
+)
+def test_ordinary_shell_code_stays_code_a_sandbox_contains(script: str) -> None:
+    v = classify_command("bash", ["-c", script])
+    assert (v.action, v.rule, v.runs_code) == ("ask", "bash -c", True)
+
+
+def test_launch_chain_finds_each_program_and_where_it_is_written() -> None:
+    chain = launch_chain("env", ["A=1", "nice", "-n", "5", "./x", "arg"])
+    assert [(layer.word, layer.at, layer.many) for layer in chain] == [
+        ("env", None, False),
+        ("nice", 1, False),
+        ("./x", 4, False),
+    ]
+    chain = launch_chain("find", [".", "-exec", "./t", "{}", ";"])
+    assert [(layer.word, layer.at, layer.many) for layer in chain] == [
+        ("find", None, False),
+        ("./t", 2, True),
+    ]
+    chain = launch_chain("env", ["-S", "A=1 ./y z"])
+    assert [(layer.word, layer.at) for layer in chain] == [
+        ("env", None),
+        ("env", None),
+        ("./y", None),
+    ]
+    assert chain[-1].args == ["z"]

@@ -18,13 +18,14 @@ MANIFEST: dict[str, list[dict[str, Any]]] = json.loads(
 
 
 def test_corpus_is_large_enough_and_uses_known_rules() -> None:
-    assert len(MANIFEST["hostile"]) >= 30
-    assert len(MANIFEST["benign"]) >= 15
+    assert len(MANIFEST["hostile"]) >= 80
+    assert len(MANIFEST["benign"]) >= 30
     for case in MANIFEST["hostile"]:
         assert case["rule"] in RULES, case["id"]
         assert (CORPUS / "hostile" / case["id"] / case["file"]).is_file(), case["id"]
     on_disk = {p.name for p in (CORPUS / "hostile").iterdir()}
     assert on_disk == {c["id"] for c in MANIFEST["hostile"]}
+    assert {p.name for p in (CORPUS / "benign").iterdir()} == {c["id"] for c in MANIFEST["benign"]}
 
 
 @pytest.mark.parametrize("case", MANIFEST["hostile"], ids=lambda c: c["id"])

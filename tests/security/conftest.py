@@ -51,9 +51,15 @@ REFUSED = {
 
 
 async def call_async(
-    root: Path, name: str, args: dict[str, Any], *, approval: str = "deny"
+    root: Path,
+    name: str,
+    args: dict[str, Any],
+    *,
+    approval: str = "deny",
+    workspace: Workspace | None = None,
 ) -> ToolResult:
-    workspace = Workspace(root, output_dir=root.parent / "xclaw-out")
+    owned = workspace is None  # a workspace the caller passed lives on after the call
+    workspace = workspace or Workspace(root, output_dir=root.parent / "xclaw-out")
     deps = _CallDeps(
         coding_registry().bind(workspace),
         PolicyEngine(workspace),
@@ -63,7 +69,8 @@ async def call_async(
     try:
         records = await run_tool_calls(state, deps, [ToolCallPart("call_1", name, args)])
     finally:
-        await workspace.close()
+        if owned:
+            await workspace.close()
     return records[0].result
 
 

@@ -25,11 +25,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from xclaw.config import load_config
 from xclaw.core.errors import ConfigError
-from xclaw.dirs import config_dir
 
 NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
 ApprovalMode = Literal["deny", "ask", "allow"]
@@ -99,32 +98,9 @@ def parse_agents_config(data: Any, source: str = "agents") -> AgentsConfig:
         ) from None
 
 
-def _agents_section(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except OSError:
-        return {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}", hint="Fix the file.") from None
-    section = data.get("agents") if isinstance(data, dict) else None
-    if section is None:
-        return {}
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: agents must be a mapping", hint="Fix the file.")
-    return section
-
-
 def load_agents_config(project: Path | None = None) -> AgentsConfig:
-    """The user file's section, with the project file's keys on top (workers and teams merge
-    by name). A project file may not raise a worker's approval: the registry refuses any
-    worker asking for more than the parent run has, wherever it was configured."""
-    merged = _agents_section(config_dir() / "xclaw.yaml")
-    if project is not None:
-        local = _agents_section(project / "xclaw.yaml")
-        for key, value in local.items():
-            if key in ("workers", "teams") and isinstance(value, dict):
-                base = merged.get(key)
-                merged[key] = {**(base if isinstance(base, dict) else {}), **value}
-            else:
-                merged[key] = value
-    return parse_agents_config(merged, "xclaw.yaml agents")
+    """The section of the resolved configuration (``xclaw.config.load_config``): the user
+    file's, the project file's on top, merged key by key (workers and teams by name). A project
+    file may not raise a worker's approval: the registry refuses any worker asking for more
+    than the parent run has, wherever it was configured."""
+    return parse_agents_config(load_config(project).agents, "xclaw.yaml agents")

@@ -1,6 +1,7 @@
 """Running the bridge app under uvicorn: loopback by default, a pre-bound socket (so a busy
 port is a clear error, not an exit from inside uvicorn), graceful shutdown on Ctrl+C (open
-streams get ``GRACE_S`` to finish, then the app's shutdown closes every model)."""
+streams get ``GRACE_S`` to finish, then the app's shutdown closes every model). Its logs
+(the access log's request lines included) pass the redactor."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from xclaw.core.errors import ConfigError
+from xclaw.obs.serverlog import install_log_redaction, uvicorn_log_config
 
 __all__ = ["GRACE_S", "bind", "is_loopback", "make_server"]
 
@@ -47,12 +49,14 @@ def bind(host: str, port: int) -> socket.socket:
 
 def make_server(app: FastAPI, *, log_level: str = "info") -> uvicorn.Server:
     """A uvicorn server for ``app``; start it with ``serve(sockets=[bind(...)])``."""
+    install_log_redaction()
     config = uvicorn.Config(
         app,
         lifespan="on",
         ws="none",  # no websockets: nothing to import, nothing to expose
         http="h11",
         log_level=log_level,
+        log_config=uvicorn_log_config(),
         timeout_graceful_shutdown=GRACE_S,
         server_header=False,
     )

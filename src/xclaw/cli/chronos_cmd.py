@@ -57,9 +57,7 @@ def build_service(
     from xclaw.config import load_config
     from xclaw.models.presets import load_dotenv
 
-    cfg = load_config(root)
-    if model:
-        cfg = cfg.model_copy(update={"model": model})
+    cfg = load_config(root, flags={"model": model} if model else None)
     section = cfg.chronos
     if not (section.jobs or section.hooks or section.subscriptions) and not require:
         return None

@@ -73,12 +73,9 @@ def install_interrupt(control: RunControl) -> Callable[[], None]:
 def sandbox_factory(flag: str | None, cfg: Any) -> Callable[[], Any]:
     """Choose the sandbox once (so a bad choice fails before the run), warn about host mode
     in the live view, and return a factory that gives each session its own sandbox."""
-    from xclaw.dirs import config_dir, data_dir
-    from xclaw.sandbox import make_sandbox, requested_mode
+    from xclaw.sandbox.resolve import session_sandbox
 
-    requested = requested_mode(flag, cfg.sandbox.mode)
-    hidden = (data_dir(), config_dir())
-    first = make_sandbox(requested, options=cfg.sandbox.options(), hidden=hidden)
+    first = session_sandbox(cfg, flag)
     if first.warning:
         console.print(f"[bold yellow]warning:[/] {first.warning}")
     else:
@@ -88,6 +85,6 @@ def sandbox_factory(flag: str | None, cfg: Any) -> Callable[[], Any]:
     def factory() -> Any:
         if pending:
             return pending.pop()
-        return make_sandbox(requested, options=cfg.sandbox.options(), hidden=hidden).sandbox
+        return session_sandbox(cfg, flag).sandbox
 
     return factory

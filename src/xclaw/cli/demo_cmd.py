@@ -10,9 +10,9 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from xclaw.cli.common import console, err_console
+from xclaw.cli.common import console, err_console, fail
 from xclaw.cli.render import LiveView, print_summary
-from xclaw.core.errors import ScriptMismatch
+from xclaw.core.errors import ScriptMismatch, XclawError
 from xclaw.core.events import Event, EventBus
 from xclaw.redact import redact
 
@@ -29,9 +29,9 @@ def demo(
 ) -> None:
     """Build, serve, break and fix a small website with a scripted model (no key needed)."""
     from xclaw.coding.demo.run import prepare_dir, run_demo, script_path
-    from xclaw.dirs import config_dir, data_dir
+    from xclaw.config import load_config
     from xclaw.models.text.model import xml_demo_model
-    from xclaw.sandbox import make_sandbox, requested_mode
+    from xclaw.sandbox.resolve import session_sandbox
 
     if protocol not in ("native", "xml"):
         raise typer.BadParameter("--protocol must be native or xml")
@@ -59,7 +59,10 @@ def demo(
 
     bus.subscribe(watch)
     chosen = xml_demo_model(script_path()) if protocol == "xml" else None
-    choice = make_sandbox(requested_mode(), hidden=(data_dir(), config_dir()))
+    try:
+        choice = session_sandbox(load_config(root))
+    except XclawError as err:
+        fail(err)
     if choice.warning:
         console.print(
             f"[bold yellow]warning:[/] {choice.warning}. The demo approves its own scripted "

@@ -87,18 +87,28 @@ def _has_session_cookie(profile: Path) -> bool:
     return False
 
 
-def _sandbox_row() -> tuple[str, str, str]:
-    """Which sandbox commands would get, and why not bwrap when it is not."""
+def _sandbox_row(directory: Path) -> tuple[str, str, str]:
+    """What the sandbox gives a command here, measured by starting one (see sandbox.probe)."""
     from xclaw.sandbox.bwrap import bwrap_problem
+    from xclaw.sandbox.probe import probe_bwrap
+    from xclaw.sandbox.resolve import session_options
 
     problem = bwrap_problem()
-    if problem is None:
-        return ("sandbox", "ok", "bwrap: commands run confined (default)")
-    return (
-        "sandbox",
-        "warning",
-        f"host mode: {problem}; commands run unconfined and all but read-only ones ask",
-    )
+    if problem is not None:
+        return (
+            "sandbox",
+            "warning",
+            f"host mode: {problem}; commands run unconfined and all but read-only ones ask",
+        )
+    try:
+        options = session_options(load_config(directory))
+    except XclawError:
+        options = None
+    report = probe_bwrap(options)
+    if report.problems:
+        detail = f"bwrap: {report.summary()} — MISSING: {'; '.join(report.problems)}"
+        return ("sandbox", "warning", detail)
+    return ("sandbox", "ok", f"bwrap: {report.summary()}")
 
 
 def doctor(
@@ -117,7 +127,7 @@ def doctor(
         else:
             table.add_row(name, "missing" if required else "optional", hint)
             ok = ok and not required
-    table.add_row(*_sandbox_row())
+    table.add_row(*_sandbox_row(directory))
     for row in _browser_rows():
         table.add_row(*row)
     try:

@@ -143,9 +143,17 @@ def serve(
     ] = "deny",
 ) -> None:
     """Serve xclaw's coding tools over MCP on stdio, the policy enforced by xclaw."""
+    from xclaw.config import load_config
     from xclaw.mcp.serve import serve_stdio
+    from xclaw.sandbox.resolve import session_sandbox
 
     if approval not in ("deny", "allow"):
         fail(ConfigError(f"--approval must be deny or allow, not {approval!r}."))
     root = _root(directory)
-    asyncio.run(serve_stdio(root, "allow" if approval == "allow" else "deny"))
+    try:
+        choice = session_sandbox(load_config(root))
+    except XclawError as err:
+        fail(err)
+    if choice.warning:  # stderr: stdout is the MCP channel
+        typer.echo(f"warning: {choice.warning}", err=True)
+    asyncio.run(serve_stdio(root, "allow" if approval == "allow" else "deny", choice.sandbox))

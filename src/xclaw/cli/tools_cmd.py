@@ -65,14 +65,13 @@ async def call_once(
     name: str, arguments: object, root: Path, approver: Approver, sandbox: str | None = None
 ) -> ToolResult:
     from xclaw.coding.toolset import coding_registry
-    from xclaw.dirs import config_dir, data_dir
+    from xclaw.config import load_config
     from xclaw.policy.engine import PolicyEngine
-    from xclaw.sandbox import make_sandbox, requested_mode
+    from xclaw.sandbox.resolve import session_sandbox
     from xclaw.tools.base import Workspace
 
-    workspace = Workspace(root, output_dir=run_output_dir("tools-call"))
-    choice = make_sandbox(requested_mode(sandbox), hidden=(data_dir(), config_dir()))
-    workspace.sandbox = choice.sandbox
+    choice = session_sandbox(load_config(root), sandbox)
+    workspace = Workspace(root, output_dir=run_output_dir("tools-call"), sandbox=choice.sandbox)
     if choice.warning:  # stderr: stdout carries the result as JSON
         typer.echo(f"warning: {choice.warning}", err=True)
     deps = _CallDeps(coding_registry().bind(workspace), PolicyEngine(workspace), approver)

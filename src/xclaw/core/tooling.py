@@ -78,6 +78,7 @@ class Command:
     program: str
     argv: tuple[str, ...]
     cwd: str
+    stdin: str | None = None  # text for standard input: file names, for xargs and the like
 
 
 @dataclass(frozen=True, slots=True)

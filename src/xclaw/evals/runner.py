@@ -224,8 +224,9 @@ def _model(loaded: LoadedDataset, case: Case, options: EvalOptions) -> Model:
 
 
 def _sandbox(options: EvalOptions) -> Any:
-    """A new sandbox for one agent run or one dataset command."""
-    from xclaw.dirs import config_dir, data_dir
-    from xclaw.sandbox import make_sandbox, requested_mode
+    """A new sandbox for one agent run or one dataset command: the user's settings (a case's
+    folder is a copy of the dataset's, not a project of the user's)."""
+    from xclaw.config import load_config
+    from xclaw.sandbox.resolve import session_sandbox
 
-    return make_sandbox(requested_mode(options.sandbox), hidden=(data_dir(), config_dir())).sandbox
+    return session_sandbox(load_config(), options.sandbox).sandbox

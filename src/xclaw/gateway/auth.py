@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from xclaw.redact import redact, register_secret
+from xclaw.obs.serverlog import RedactingFilter, install_log_redaction
+from xclaw.redact import register_secret
 
 __all__ = [
     "COOKIE",
@@ -118,27 +118,3 @@ class GatewayAuth:
         if self.cookie_ok(cookies) and ("origin" in headers or not websocket):
             return "ok"
         return "unauthorized"
-
-
-class RedactingFilter(logging.Filter):
-    """Rewrites a record's message through :func:`xclaw.redact.redact` (tokens, keys)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a broken record is logged as it is
-            return True
-        record.msg = redact(message)
-        record.args = None
-        return True
-
-
-_SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
-
-
-def install_log_redaction(names: Iterable[str] = _SERVER_LOGGERS) -> None:
-    """Redact the server's own loggers (the access log holds request lines)."""
-    for name in names:
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
-            logger.addFilter(RedactingFilter())

@@ -33,8 +33,9 @@ ServeApproval = Literal["deny", "allow"]
 class ToolService:
     """The policy-checked tool calls behind the MCP server, usable without any transport."""
 
-    def __init__(self, root: Path, approval: ServeApproval = "deny") -> None:
-        self.workspace = Workspace(root)
+    def __init__(self, root: Path, approval: ServeApproval = "deny", sandbox: Any = None) -> None:
+        # No sandbox given: the Workspace's default, from the user's configuration.
+        self.workspace = Workspace(root, sandbox=sandbox)
         self.toolbox = BoundToolbox(coding_registry(), self.workspace)
         self.policy = PolicyEngine(self.workspace)
         self.approval = approval
@@ -126,9 +127,9 @@ def build_server(service: ToolService) -> Server[Any]:
     return Server("xclaw", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def serve_stdio(root: Path, approval: ServeApproval = "deny") -> None:
+async def serve_stdio(root: Path, approval: ServeApproval = "deny", sandbox: Any = None) -> None:
     """Serve until the client closes stdin; started processes are stopped on the way out."""
-    service = ToolService(root, approval)
+    service = ToolService(root, approval, sandbox)
     server = build_server(service)
     try:
         async with stdio_server() as (read, write):

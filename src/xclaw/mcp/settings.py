@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from xclaw.core.errors import ConfigError
+from xclaw.redact import is_secret_field, is_secret_name, register_secret, register_secrets
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 PROJECT_FILE = ".mcp.json"
@@ -114,7 +115,7 @@ def parse_server(name: str, raw: object, where: str) -> StdioServer | HttpServer
             hint="Use the server's streamable HTTP endpoint (type: http) or stdio.",
         )
     try:
-        return _SERVER.validate_python(data)
+        server = _SERVER.validate_python(data)
     except ValidationError as err:
         detail = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or '(server)'}: {e['msg']}"
@@ -125,6 +126,18 @@ def parse_server(name: str, raw: object, where: str) -> StdioServer | HttpServer
             code="MCP_CONFIG_INVALID",
             hint="Fix the server definition.",
         ) from None
+    _register_literal_secrets(server)
+    return server
+
+
+def _register_literal_secrets(server: StdioServer | HttpServer) -> None:
+    """Credentials written into the definition itself are masked like the environment's."""
+    if isinstance(server, StdioServer):
+        register_secrets({k: v for k, v in server.env.items() if "${" not in v})
+        return
+    for header, value in server.headers.items():
+        if is_secret_field(header) and "${" not in value:
+            register_secret(value.split()[-1] if value.split() else value)
 
 
 def user_servers(section: Mapping[str, Any]) -> dict[str, ServerEntry]:
@@ -178,6 +191,8 @@ def expand(text: str, environ: Mapping[str, str] | None = None) -> str:
     def one(m: re.Match[str]) -> str:
         value = env.get(m.group(1))
         if value is not None and value != "":
+            if is_secret_name(m.group(1)):
+                register_secret(value)  # a header or argument now holds it
             return value
         if m.group(2) is not None:
             return m.group(2)

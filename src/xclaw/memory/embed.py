@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from xclaw.core.errors import ConfigError, XclawError
-from xclaw.redact import redact
+from xclaw.redact import redact, register_secret
 
 Vectors = npt.NDArray[np.float32]
 
@@ -151,7 +151,10 @@ class OpenAIEmbedder:
 
     def _headers(self) -> dict[str, str]:
         key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        if not key:
+            return {}
+        register_secret(key)  # the variable may have been set after the redactor read ours
+        return {"Authorization": f"Bearer {key}"}
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:

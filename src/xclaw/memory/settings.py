@@ -22,6 +22,7 @@ from xclaw.config import (
 from xclaw.core.errors import ConfigError
 from xclaw.dirs import data_dir
 from xclaw.memory.base import HybridWeights, MemoryStore
+from xclaw.redact import register_secret
 
 __all__ = [
     "EmbedderConfig",
@@ -88,6 +89,7 @@ def open_memory_store(
 
         uri = cfg.milvus.uri or str(base / "milvus.db")
         token = os.environ.get(cfg.milvus.token_env, "") if cfg.milvus.token_env else ""
+        register_secret(token)
         return MilvusMemoryStore(
             uri,
             emb,

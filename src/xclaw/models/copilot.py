@@ -17,6 +17,7 @@ import httpx
 
 from xclaw.core.errors import ModelError, ModelRequestRejected, ModelUnavailable
 from xclaw.models._http import error_for_status, map_sdk_error, provider_message
+from xclaw.redact import register_secret
 
 __all__ = ["CopilotToken"]
 
@@ -85,6 +86,7 @@ class CopilotToken:
         endpoints = body.get("endpoints")
         api = endpoints.get("api") if isinstance(endpoints, dict) else None
         self._base_url = api if isinstance(api, str) and api else self.default_base_url
+        register_secret(token)
         self._token = token
         self.exchanges += 1
 

@@ -9,7 +9,8 @@ keyed by fnmatch patterns (the longest matching pattern wins), never in name che
     preset.prices("gpt-4o")                           # (2.5, 10.0) per million tokens
 
 Keys come only from the environment, or from a ``.env`` file in the project (read by a tiny
-parser here, never printed).
+parser here, never printed). Every secret-named value read from a ``.env`` file, and every key
+handed out, is registered with the redactor like the environment's own.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from xclaw.core.errors import ConfigError
+from xclaw.redact import register_secret, register_secrets
 
 __all__ = [
     "Capabilities",
@@ -129,6 +131,7 @@ def get_preset(name: str) -> Preset | None:
 
 def load_dotenv(path: Path) -> dict[str, str]:
     """``NAME=value`` lines of a ``.env`` file: ``#`` comments, ``export`` and quotes allowed.
+    Values of secret-named variables are registered with the redactor as they are read.
 
     A deliberately small parser: no interpolation, no multi-line values."""
     try:
@@ -148,6 +151,7 @@ def load_dotenv(path: Path) -> dict[str, str]:
             value = value.split(" #", 1)[0].rstrip()
         if name.isidentifier():
             values[name] = value
+    register_secrets(values)
     return values
 
 
@@ -167,6 +171,7 @@ def lookup_key(
     if not value and project is not None:
         value = load_dotenv(project / ".env").get(preset.key_env)
     if value:
+        register_secret(value)  # whatever its variable is called, it is a key
         return value
     if preset.key_required:
         raise ConfigError(

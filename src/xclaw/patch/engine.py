@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xclaw.config import CheckConfig
+from xclaw.config import CheckConfig, load_config
 from xclaw.core.events import Event, EventBus
 from xclaw.core.hooks import Hooks
 from xclaw.core.limits import Limits
@@ -44,6 +44,7 @@ from xclaw.patch.worktree import (
     remove_leftovers,
     remove_worktree,
     seed_local_changes,
+    worktrees_dir,
 )
 from xclaw.policy.approval import ModeApprover
 from xclaw.policy.engine import PolicyEngine
@@ -208,9 +209,11 @@ class PatchJob:
     def _sandbox(self) -> Any:
         if self.sandbox is not None:
             return self.sandbox
-        from xclaw.sandbox import make_sandbox, requested_mode
+        from xclaw.sandbox.resolve import session_sandbox
 
-        return make_sandbox(requested_mode()).sandbox
+        # Checks and git run here on this machine; the worktree lies in the data dir.
+        cfg = load_config(self.root)
+        return session_sandbox(cfg, local=True, visible=worktrees_dir()).sandbox
 
 
 async def apply_job(record: JobRecord, store: JobStore) -> JobRecord:

@@ -1,7 +1,8 @@
 """Programs the patch face starts: fixed argv, no shell, always through a sandbox launcher.
 
-Git on the user's repository runs through the host launcher (like ``project.status``): only
-read-only plumbing and ``git apply`` to the working tree are ever asked of it.
+Git on the user's repository runs through the host launcher (like ``project.status``), the
+safe way of ``xclaw.gitsafe``: only read-only plumbing and ``git apply`` to the working tree
+are ever asked of it.
 """
 
 from __future__ import annotations
@@ -14,20 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from xclaw import gitsafe
 from xclaw.core.errors import XclawError
 from xclaw.sandbox.base import CommandRequest, LocalSandbox
 from xclaw.sandbox.host import HostSandbox
 
 GIT_TIMEOUT_S = 60.0
 OUTPUT_CAP = 64 * 1024 * 1024  # git diffs of a job; check output is capped far lower
-GIT_ENV = {
-    "GIT_OPTIONAL_LOCKS": "0",  # never take index.lock from the user's own git
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "LC_ALL": "C",
-}
-# core.fsmonitor and hooks name programs git would run; a cloned repo must not pick them.
-_SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+GIT_ENV = dict(gitsafe.SAFE_ENV)  # kept for importers; ``git`` adds per-repository overrides
 
 
 class PatchError(XclawError):
@@ -100,10 +95,13 @@ def git_executable() -> str:
 
 
 async def git(root: Path, *args: str, stdin: bytes | None = None) -> Completed:
-    """``git <args>`` in ``root`` with fixed, lock-free settings; never through a shell."""
-    return await run_program(
-        HostSandbox(), git_executable(), (*_SAFE_CONFIG, *args), root, env=GIT_ENV, stdin=stdin
-    )
+    """``git <args>`` in ``root`` with fixed, lock-free settings and nothing the repository's
+    configuration names run (``xclaw.gitsafe``); never through a shell."""
+    executable, host = git_executable(), HostSandbox()
+    listing = gitsafe.config_listing()
+    listed = await run_program(host, executable, listing.argv, root, env=listing.env)
+    call = gitsafe.invocation(args, listed.stdout if listed.ok else b"")
+    return await run_program(host, executable, call.argv, root, env=call.env, stdin=stdin)
 
 
 async def git_ok(root: Path, *args: str, stdin: bytes | None = None, code: str) -> Completed:

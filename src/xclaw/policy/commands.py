@@ -1,10 +1,11 @@
 """Command policy (seed 000 §8.2): which ``program + argv`` forms need a human's approval.
 
 The program's basename is normalised (``/usr/bin/rm``, ``RM.EXE`` → ``rm``) and wrappers such
-as ``env``, ``nice``, ``timeout`` or ``xargs`` are unwrapped, so a dangerous program cannot hide
-behind a path or a launcher. This recognises *known* high-risk forms only: any program can
-still spawn processes or generate code in ways no argv check can see, so it is policy, not a
-sandbox.
+as ``env``, ``nice``, ``timeout``, ``xargs`` or ``find -exec`` are unwrapped, so a dangerous
+program cannot hide behind a path or a launcher; what ``find`` and ``xargs`` run once per file
+asks as a bulk action, and a known form inside ``sh -c`` code asks as it would on its own.
+This recognises *known* high-risk forms only: any program can still spawn processes or
+generate code in ways no argv check can see, so it is policy, not a sandbox.
 """
 
 from __future__ import annotations
@@ -16,21 +17,16 @@ from pathlib import Path
 from typing import Literal
 
 from xclaw.core.tooling import Risk
-from xclaw.policy._argv import (
-    Options,
-    before_dashdash,
-    long_is,
-    scan,
-    short_flags,
-    split_string,
-)
+from xclaw.policy._argv import Options, before_dashdash, long_is, scan, short_flags, split_string
+from xclaw.policy._shell import simple_commands
 from xclaw.policy.launchers import (
     CODE_VARIABLES,
-    ENV_OPTIONS,
     MAX_DEPTH,
     SHELL_STRING_LAUNCHERS,
     WRAPPERS,
     after_options,
+    env_parts,
+    find_exec_blocks,
     has_c,
     normalize_program,
     unwrap,
@@ -345,21 +341,53 @@ def _check_recursive_mode(family: str, args: Sequence[str]) -> CommandVerdict | 
     return None
 
 
-def _check_find(family: str, args: Sequence[str]) -> CommandVerdict | None:
+def _check_find(args: Sequence[str], depth: int) -> CommandVerdict | None:
+    asks = [
+        v
+        for _, words in find_exec_blocks(args)
+        if (v := _classify(words[0], words[1:], depth + 1, many=True)).action == "ask"
+    ]
     if "-delete" in args:
-        return _ask(Risk.DESTRUCTIVE, "find -delete removes every match", "find -delete")
-    for i, a in enumerate(args):
-        if a in ("-exec", "-execdir", "-ok", "-okdir"):
-            inner: list[str] = []
-            for b in args[i + 1 :]:
-                if b in (";", "+"):
-                    break
-                inner.append(b)
-            if inner:
-                verdict = classify_command(inner[0], inner[1:])
-                if verdict.action == "ask":
-                    return verdict
-    return None
+        asks.insert(0, _ask(Risk.DESTRUCTIVE, "find -delete removes every match", "find -delete"))
+    if len({v.rule for v in asks}) > 1:  # one rule's grant must not let the others run
+        risk = max((v.risk for v in asks), key=_RISKS.index)
+        reason = "; ".join(dict.fromkeys(v.reason for v in asks))
+        return CommandVerdict("ask", risk, reason, "find -exec", all(v.runs_code for v in asks))
+    return asks[0] if asks else None
+
+
+_RISKS = list(Risk)
+_DELETERS = frozenset({"rm", "unlink"})
+
+
+def _per_input(family: str, verdict: CommandVerdict) -> CommandVerdict:
+    """What a program run once per file (find -exec, xargs) risks: all the files it is given.
+
+    Deleting them is the recursive delete ``rm -rf`` asks for, and code run for each can
+    destroy each, which no sandbox contains inside the project: both ask in every mode.
+    """
+    if verdict.action == "ask" and verdict.runs_code:
+        reason = f"{verdict.reason}, run for every file (find -exec, xargs)"
+        return CommandVerdict("ask", Risk.DESTRUCTIVE, reason, verdict.rule)
+    if verdict.action == "allow" and family in _DELETERS:
+        reason = f"{family} run for every file (find -exec, xargs) deletes them all"
+        return _ask(Risk.DESTRUCTIVE, reason, family)
+    return verdict
+
+
+def _inside_shell_code(args: Sequence[str], verdict: CommandVerdict, depth: int) -> CommandVerdict:
+    """A shell's inline code (``sh -c STRING``) asks like the destructive or outgoing command
+    it visibly holds; granting that command alone does not let the rest of the code run."""
+    inline, i = scan(args, _SHELL)
+    if not inline or "c" not in short_flags(args[i]):
+        return verdict
+    script = next((a for a in args[i + 1 :] if a[:1] not in ("-", "+")), None)
+    for words in simple_commands(script or "") or []:
+        inner = _classify(words[0], words[1:], depth + 1)
+        if inner.action == "ask" and not inner.runs_code:
+            reason = f"{inner.reason}, in inline code"
+            return CommandVerdict("ask", inner.risk, reason, verdict.rule)
+    return verdict
 
 
 _PRIV = Risk.DESTRUCTIVE
@@ -378,26 +406,26 @@ _CHECKS: dict[str, Check] = {
     "curl": _check_curl,
     "wget": _check_wget,
     "rm": _check_rm,
-    "find": _check_find,
 }
 
 
-def _unwrap_env(args: Sequence[str], depth: int) -> CommandVerdict:
-    _, i = scan(args, ENV_OPTIONS)
-    while i < len(args) and args[i] == "-":  # "env -" is "env -i", options may follow
-        _, more = scan(args[i + 1 :], ENV_OPTIONS)
-        i += 1 + more
-    split = split_string(args[:i])
+def _unwrap_env(args: Sequence[str], depth: int, many: bool) -> CommandVerdict:
+    options_end, i = env_parts(args)
+    split = split_string(args[:options_end])
     if split is not None:  # env -S "prog args": the string is a command line of its own
-        return _classify("env", [*split, *args[i:]], depth + 1)
-    while i < len(args) and "=" in args[i] and not args[i].startswith("="):
-        name = args[i].split("=", 1)[0]
+        return _classify("env", [*split, *args[options_end:]], depth + 1, many)
+    for word in args[options_end:i]:
+        name = word.split("=", 1)[0]
         if name in CODE_VARIABLES or name.startswith("GIT_CONFIG"):
             return _code(f"{name} makes the program run other code", f"env {name}")
-        i += 1
     if i >= len(args):
-        return ALLOW_EXECUTE
-    return _classify(args[i], list(args[i + 1 :]), depth + 1)
+        return _no_program("env", many)
+    return _classify(args[i], list(args[i + 1 :]), depth + 1, many)
+
+
+def _no_program(name: str, many: bool) -> CommandVerdict:
+    """A launcher given no program: run by xargs or find, the program comes from the input."""
+    return _code(f"{name} runs programs named by its input", name) if many else ALLOW_EXECUTE
 
 
 # --- entry points ------------------------------------------------------------------------
@@ -411,27 +439,42 @@ def classify_command(program: str, argv: Sequence[str]) -> CommandVerdict:
     return _classify(program, list(argv), 0)
 
 
-def _classify(program: str, args: list[str], depth: int) -> CommandVerdict:
+def _classify(program: str, args: list[str], depth: int, many: bool = False) -> CommandVerdict:
+    """``many``: run once per input by find -exec or xargs (see ``_per_input``)."""
     name = normalize_program(program)
     if depth > MAX_DEPTH:
         return _code("too many nested launcher programs", name)
+    verdict = _launched(name, args, depth, many)
+    if verdict is None:
+        family = _family(name)
+        check = _CHECKS.get(family)
+        verdict = (check(family, args) if check is not None else None) or ALLOW_EXECUTE
+        if verdict.runs_code and _INTERPRETERS.get(family, (None,))[0] is _SHELL:
+            verdict = _inside_shell_code(args, verdict, depth)
+        name = family
+    return _per_input(name, verdict) if many else verdict
+
+
+def _launched(name: str, args: list[str], depth: int, many: bool) -> CommandVerdict | None:
+    """The verdict for a launcher (by what it runs), or None when ``name`` is none."""
     if name == "env":
-        return _unwrap_env(args, depth)
+        return _unwrap_env(args, depth, many)
+    if name == "find":
+        return _check_find(args, depth) or ALLOW_EXECUTE
     if name in ("watch",) or (name in ("script", "flock") and has_c(args)):
         return _inline(SHELL_STRING_LAUNCHERS.get(name, f"{name} -c"))
     if name in ("npm", "pnpm", "yarn") and args[:1] in (["x"], ["exec"], ["dlx"]):
         inner = after_options(args[1:])
-        return _classify(inner[0], inner[1:], depth + 1) if inner else ALLOW_EXECUTE
+        return _classify(inner[0], inner[1:], depth + 1, many) if inner else ALLOW_EXECUTE
     wrapper = WRAPPERS.get(name)
-    if wrapper is not None:
-        if name in ("npx", "pnpx") and any(a in ("-c", "--call") for a in args):
-            return _inline(f"{name} -c")
-        inner = unwrap(wrapper, args)
-        return _classify(inner[0], inner[1:], depth + 1) if inner else ALLOW_EXECUTE
-    family = _family(name)
-    check = _CHECKS.get(family)
-    verdict = check(family, args) if check is not None else None
-    return verdict or ALLOW_EXECUTE
+    if wrapper is None:
+        return None
+    if name in ("npx", "pnpx") and any(a in ("-c", "--call") for a in args):
+        return _inline(f"{name} -c")
+    inner = unwrap(wrapper, args)
+    if not inner:
+        return _no_program(name, many)
+    return _classify(inner[0], inner[1:], depth + 1, many or name == "xargs")
 
 
 def arguments_reaching_outside(

@@ -22,9 +22,10 @@ from xclaw.policy.allowlist import known_safe
 from xclaw.policy.approval import approval_denied_result, policy_denied_result
 from xclaw.policy.arguments import linked_arguments, protected_arguments
 from xclaw.policy.browsing import file_url_path, judge_address, judge_element
+from xclaw.policy.command_paths import command_outside_paths, describe, runs_from_program_location
 from xclaw.policy.commands import classify_command
 from xclaw.policy.launchers import normalize_program
-from xclaw.policy.paths import find_outside_paths, is_secret_path, resolve_inside_root
+from xclaw.policy.paths import is_secret_path, resolve_inside_root
 from xclaw.policy.reach import needs_network, publishes
 from xclaw.tools.base import Workspace
 
@@ -119,7 +120,9 @@ class PolicyEngine:
             return
         yield _ask_for_path(str(resolved.path), f"{raw!r} {why}", code)
 
-    def _refusal(self, err: PolicyDenied, verb: str, *, is_dir: bool = False) -> Decision:
+    def _refusal(
+        self, err: PolicyDenied, verb: str, *, is_dir: bool = False, how: str = ""
+    ) -> Decision:
         """PATH_OUTSIDE_ROOT becomes a question; every other path refusal is final."""
         target = err.data.get("path")
         if err.code != "PATH_OUTSIDE_ROOT" or not isinstance(target, str):
@@ -127,7 +130,7 @@ class PolicyEngine:
         return Decision(
             "ask",
             Risk.SENSITIVE,
-            f"{verb} {target}, outside the project",
+            f"{verb} {target}, outside the project{how}",
             code="PATH_OUTSIDE_ROOT",
             grant=narrow_path_grant(Path(target), self.workspace.root, is_dir=is_dir),
             targets=(target,),
@@ -135,14 +138,11 @@ class PolicyEngine:
 
     def _judge_command(self, command: Command) -> Iterator[Decision]:
         ws = self.workspace
-        try:
-            cwd = resolve_inside_root(command.cwd or ".", ws.root, extra_roots=ws.extra_roots())
-            cwd_path = cwd.path
-        except PolicyDenied as err:
-            yield self._refusal(err, "runs in", is_dir=True)
-            if err.code != "PATH_OUTSIDE_ROOT":
-                return
-            cwd_path = Path(str(err.data["path"]))
+        cwd_path, about_cwd = self._judge_cwd(command.cwd or ".")
+        if about_cwd is not None:
+            yield about_cwd
+        if cwd_path is None:
+            return
         line = shlex.join([command.program, *command.argv])
         confined = ws.sandbox_mode != "host"
         verdict = classify_command(command.program, command.argv)
@@ -154,7 +154,10 @@ class PolicyEngine:
             yield _ask(
                 verdict.risk, f"{verdict.reason}: {line}", "COMMAND_NEEDS_APPROVAL", verdict.rule
             )
-        safe = known_safe(command.program, command.argv)
+        # The allow-list names programs, not a model's file of the same name in the project.
+        safe = known_safe(command.program, command.argv) and runs_from_program_location(
+            command.program, cwd_path, ws.root
+        )
         program = f"program {normalize_program(command.program)}"
         granted = self._granted(program) or bool(verdict.rule and self._granted(verdict.rule))
         if not confined and not safe and not granted:
@@ -165,6 +168,25 @@ class PolicyEngine:
                 program,
             )
         yield from self._judge_arguments(command, cwd_path, confined=confined, safe=safe)
+
+    def _judge_cwd(self, raw: str) -> tuple[Path | None, Decision | None]:
+        """(the resolved working directory, None when refused; the question or refusal).
+
+        A symlink out of the project is, for a command, the outside folder it leads to: the
+        command would run there, so that folder is what the question names."""
+        ws = self.workspace
+        try:
+            return resolve_inside_root(raw, ws.root, extra_roots=ws.extra_roots()).path, None
+        except PolicyDenied as err:
+            how = ""
+            if err.code == "PATH_SYMLINK_ESCAPE":
+                target = os.path.realpath(os.path.join(os.path.realpath(ws.root), raw))
+                err = PolicyDenied(err.message, code="PATH_OUTSIDE_ROOT", hint=err.hint)
+                err.data["path"] = target
+                how = " through a symbolic link"
+            decision = self._refusal(err, "runs in", is_dir=True, how=how)
+            where = None if decision.action == "deny" else Path(str(err.data["path"]))
+            return where, decision
 
     def _granted(self, rule: str) -> bool:
         return Grant("command", rule) in self.workspace.grants
@@ -201,9 +223,7 @@ class PolicyEngine:
                     )
         # Also in a sandbox: approving opens that folder to the command (a narrow grant).
         try:
-            outside = find_outside_paths(
-                command.argv, ws.root, cwd=cwd, extra_roots=ws.extra_roots()
-            )
+            outside = command_outside_paths(command, ws.root, cwd, extra_roots=ws.extra_roots())
         except PolicyDenied as err:  # a path changed while it was looked at: fail closed
             yield Decision("deny", Risk.SENSITIVE, err.message, code=err.code)
             return
@@ -211,10 +231,10 @@ class PolicyEngine:
             yield Decision(
                 "ask",
                 Risk.SENSITIVE,
-                "arguments reach outside the project: " + ", ".join(arg for arg, _ in outside),
+                describe(outside),
                 code="COMMAND_OUTSIDE_ROOT",
-                grant=narrow_path_grant(outside[0][1], ws.root),
-                targets=tuple(str(p) for _, p in outside),
+                grant=narrow_path_grant(outside[0].path, ws.root),
+                targets=tuple(dict.fromkeys(str(o.path) for o in outside)),
             )
         if confined:
             return  # a hard link into the sandboxed project cannot be made from outside it

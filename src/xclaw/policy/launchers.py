@@ -1,8 +1,9 @@
 """Launchers: programs that run another program (``env``, ``nice``, ``timeout``, ``xargs``,
-``npx``, ``taskset``, ``strace``...), and how to find the program they run.
+``npx``, ``taskset``, ``strace``, ``find -exec``...), and how to find the program they run.
 
-Shared by the deny-list (``policy.commands``) and the checks for what a sandbox cannot contain
-(``policy.reach``), so both see through the same launchers.
+Shared by the deny-list (``policy.commands``), the checks for what a sandbox cannot contain
+(``policy.reach``) and for where programs run from (``policy.command_paths``), so all three
+see through the same launchers.
 """
 
 from __future__ import annotations
@@ -97,13 +98,20 @@ SHELL_STRING_LAUNCHERS = {"watch": "watch", "script": "script -c", "su": "su -c"
 
 def unwrap(spec: _Wrapper, args: Sequence[str]) -> list[str]:
     """The wrapped program and its arguments; empty when none follows."""
+    start = _wrapped_at(spec, args)
+    return [] if start is None else list(args[start:])
+
+
+def _wrapped_at(spec: _Wrapper, args: Sequence[str]) -> int | None:
+    """Index of the wrapped program in ``args``; None when no program follows."""
     for a in before_dashdash(args):
         if not a.startswith("-"):
             break
         if set(short_flags(a)) & set(spec.no_command):
-            return []
+            return None
     _, i = scan(args, spec.options)
-    return list(args[i + spec.skip_positionals :])
+    i += spec.skip_positionals
+    return i if i < len(args) else None
 
 
 # Variables whose value some program runs as code or loads into every process.
@@ -117,38 +125,107 @@ ENV_OPTIONS = Options(value_short="uCSP", value_long=_w("--unset --chdir --split
 
 def after_options(args: Sequence[str]) -> list[str]:
     """The program and its arguments after a launcher's own options (``npm x -y -- prog``)."""
+    start = _after_options_at(args)
+    return [] if start is None else list(args[start:])
+
+
+def _after_options_at(args: Sequence[str]) -> int | None:
     for i, a in enumerate(args):
         if a == "--":
-            return list(args[i + 1 :])
+            return i + 1 if i + 1 < len(args) else None
         if not a.startswith("-"):
-            return list(args[i:])
-    return []
+            return i
+    return None
 
 
 def has_c(args: Sequence[str]) -> bool:
     return any(a in ("-c", "--command") or a.startswith("--command=") for a in args)
 
 
-def unwrapped(program: str, argv: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """(normalised name, arguments) of the program and of every program it launches through
-    ``env``, ``nice``, ``timeout``, ``xargs``, ``npx`` and the other known launchers."""
-    layers: list[tuple[str, list[str]]] = []
-    name, args = normalize_program(program), list(argv)
+# find's actions that run a program, up to ";" or "+".
+FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+# Launchers that run their program once per input: its arguments are many files.
+PER_INPUT = frozenset({"xargs", "find"})
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    """One program of a command: the outer one, or one a launcher runs."""
+
+    word: str  # the program as the command wrote it
+    args: list[str]
+    at: int | None = None  # index of ``word`` in the outer argv; None: outer, or from env -S
+    many: bool = False  # run once per input (xargs, find -exec), so on many files
+
+    @property
+    def name(self) -> str:
+        return normalize_program(self.word)
+
+
+def env_parts(args: Sequence[str]) -> tuple[int, int]:
+    """(end of ``env``'s options, index of the program it runs: after ``NAME=value`` words)."""
+    _, i = scan(args, ENV_OPTIONS)
+    while i < len(args) and args[i] == "-":  # "env -" is "env -i", options may follow
+        _, more = scan(args[i + 1 :], ENV_OPTIONS)
+        i += 1 + more
+    j = i
+    while j < len(args) and "=" in args[j] and not args[j].startswith("="):
+        j += 1
+    return i, j
+
+
+def find_exec_blocks(args: Sequence[str]) -> list[tuple[int, list[str]]]:
+    """(index, words) of each program ``find`` runs with -exec, -execdir, -ok or -okdir."""
+    blocks: list[tuple[int, list[str]]] = []
+    for i, a in enumerate(args):
+        if a in FIND_EXEC:
+            inner: list[str] = []
+            for b in args[i + 1 :]:
+                if b in (";", "+"):
+                    break
+                inner.append(b)
+            if inner:
+                blocks.append((i + 1, inner))
+    return blocks
+
+
+def _inner(name: str, args: list[str]) -> tuple[int | None, list[str]]:
+    """(index in ``args`` of the program a launcher runs, or None for words of env -S;
+    that program's words). No words: not a launcher, or it runs nothing."""
+    if name == "env":
+        options_end, i = env_parts(args)
+        split = split_string(args[:options_end])
+        if split is not None:  # env -S "prog args": a command line of its own, env's again
+            return None, ["env", *split, *args[options_end:]]
+        return i, args[i:]
+    if name in ("npm", "pnpm", "yarn") and args[:1] in (["x"], ["exec"], ["dlx"]):
+        start = _after_options_at(args[1:])
+        return (None, []) if start is None else (start + 1, args[start + 1 :])
+    if name == "find":
+        blocks = find_exec_blocks(args)
+        return blocks[0] if blocks else (None, [])
+    spec = WRAPPERS.get(name)
+    start = _wrapped_at(spec, args) if spec is not None else None
+    return (None, []) if start is None else (start, args[start:])
+
+
+def launch_chain(program: str, argv: Sequence[str]) -> list[Layer]:
+    """The program and every program it launches through ``env``, ``nice``, ``timeout``,
+    ``xargs``, ``npx``, ``find -exec`` and the other known launchers, outermost first."""
+    layers = [Layer(program, list(argv))]
+    offset: int | None = 0  # where the current layer's args start in the outer argv
     for _ in range(MAX_DEPTH):
-        layers.append((name, args))
-        if name == "env":
-            _, i = scan(args, ENV_OPTIONS)
-            while i < len(args) and "=" in args[i]:
-                i += 1
-            split = split_string(args[:i])
-            inner = [*split, *args[i:]] if split is not None else args[i:]
-        elif name in ("npm", "pnpm", "yarn") and args[:1] in (["x"], ["exec"], ["dlx"]):
-            inner = after_options(args[1:])
-        elif name in WRAPPERS:
-            inner = unwrap(WRAPPERS[name], args)
-        else:
+        outer = layers[-1]
+        start, words = _inner(outer.name, outer.args)
+        if not words:
             break
-        if not inner:
-            break
-        name, args = normalize_program(inner[0]), list(inner[1:])
+        at = None if offset is None or start is None else offset + start
+        many = outer.many or outer.name in PER_INPUT
+        layers.append(Layer(words[0], list(words[1:]), at, many))
+        offset = None if at is None else at + 1
     return layers
+
+
+def unwrapped(program: str, argv: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """(normalised name, arguments) of each layer of ``launch_chain``."""
+    return [(layer.name, layer.args) for layer in launch_chain(program, argv)]

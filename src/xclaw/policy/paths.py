@@ -21,6 +21,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlsplit
 
 from xclaw.core.errors import PolicyDenied
 
@@ -224,7 +225,7 @@ def is_secret_path(rel: str) -> bool:
 
 # Harmless system paths many commands take as arguments.
 _HARMLESS = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"})
-_GLUED_PATH = re.compile(r"^-[A-Za-z]+(?P<path>(?:/|~/|\.\./).*)$")
+_GLUED_PATH = re.compile(r"^-[A-Za-z]+[@<]?(?P<path>(?:/|~/|\.\./).*)$")
 
 
 def _path_candidates(arg: str) -> list[str]:
@@ -232,9 +233,20 @@ def _path_candidates(arg: str) -> list[str]:
     if "=" in arg:  # --prefix=/usr, of=/dev/sda, PREFIX=../x
         out.append(arg.split("=", 1)[1])
     m = _GLUED_PATH.match(arg)
-    if m:  # -I/usr/include, -o../out
+    if m:  # -I/usr/include, -o../out, -d@/etc/passwd
         out.append(m.group("path"))
+    # Read from a file by a sigil or scheme: @file (curl -d, response files), <file (curl -F),
+    # file:///x (curl, browsers).
+    out += [c[1:] for c in out if c[:1] in ("@", "<")]
+    out += [_file_url_path(c) for c in out if c[:5].lower() == "file:"]
     return [c for c in out if c]
+
+
+def _file_url_path(url: str) -> str:
+    try:
+        return unquote(urlsplit(url).path)
+    except ValueError:  # a malformed address names no file curl could open either
+        return ""
 
 
 def _reach(candidate: str, base: Path) -> Path | None:

@@ -63,6 +63,19 @@ def _reap_now_and_then() -> None:
         reap_orphans()
 
 
+def _bwrap_gaps(opts: BwrapOptions) -> str:
+    """What this machine's bwrap sandbox lacks; shown in the live view and by doctor."""
+    from xclaw.sandbox.limits import pids_base
+    from xclaw.sandbox.seccomp import filter_program
+
+    gaps = []
+    if filter_program() is None:
+        gaps.append("no seccomp filter (install libseccomp2)")
+    if opts.run_as is None and os.geteuid() == 0 and pids_base() is None:
+        gaps.append("no process limit for root (no writable pids cgroup)")
+    return f"sandbox: bwrap with {'; '.join(gaps)} — see xclaw doctor" if gaps else ""
+
+
 def requested_mode(flag: str | None = None, configured: str | None = None) -> Requested:
     """The flag, then ``XCLAW_SANDBOX``, then the config, then ``auto``."""
     raw = flag or os.environ.get("XCLAW_SANDBOX") or configured or "auto"
@@ -97,7 +110,7 @@ def make_sandbox(
     problem = bwrap_problem()
     if problem is None:
         _reap_now_and_then()  # sandboxes a killed xclaw left behind
-        return SandboxChoice(BwrapSandbox(opts))
+        return SandboxChoice(BwrapSandbox(opts), _bwrap_gaps(opts))
     if requested == "bwrap":
         raise ConfigError(
             f"The bwrap sandbox was requested but {problem}.",

@@ -9,10 +9,14 @@ streams its output back; it implements ``RemoteSandbox``.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
+
+from xclaw.sandbox.limits import PidsGroup
 
 Mode = Literal["bwrap", "host", "full"]
 
@@ -42,6 +46,20 @@ class Launch:
     # bwrap reports a child killed by signal N as exit status 128+N
     signals_as_exit_codes: bool = False
     run_as: tuple[int, int] | None = None  # (uid, gid) to start it as; None: our own
+    close_after_start: tuple[int, ...] = ()  # fds only the child needs (a seccomp program)
+    pids_group: PidsGroup | None = None  # root's per-command process limit
+
+    def started(self, pid: int | None) -> None:
+        """Call right after the spawn (or its failure): our copies of the child's fds close."""
+        for fd in self.close_after_start:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def limit_notes(self) -> tuple[str, ...]:
+        """What a bound stopped, once the command has ended."""
+        if self.pids_group is not None and self.pids_group.hit():
+            return ("SANDBOX_PROCESS_LIMIT: a fork was refused at the process limit",)
+        return ()
 
     @property
     def uid(self) -> int | None:

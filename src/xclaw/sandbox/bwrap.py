@@ -26,17 +26,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from xclaw.gitsafe import git_identity
 from xclaw.policy.paths import is_secret_path
 from xclaw.sandbox.base import CommandRequest, Launch, Mode
 from xclaw.sandbox.env import child_environment
+from xclaw.sandbox.limits import PidsGroup, SandboxLimits
 from xclaw.sandbox.netns import SessionNetwork
 from xclaw.sandbox.orphans import OWNER_VAR, owner_mark
-from xclaw.sandbox.protect import read_only_paths
+from xclaw.sandbox.protect import sealed_mounts
+from xclaw.sandbox.seccomp import program_fd
 from xclaw.tools._proctree import TAG_VAR
 
 SYSTEM_TREES = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# Readable by root alone on the host; inside they would be readable by a root-run command.
+# Readable by root alone on the host; a root-run xclaw's commands act as the host's uid 0
+# on files, so these are masked, and so is anything else under /etc others cannot read.
 _ETC_MASKED = ("shadow", "shadow-", "gshadow", "gshadow-", "sudoers", "sudoers.d", "ssl/private")
+# The fresh /proc's sysctls and triggers, read-only (bwrap leaves /proc/sys writable by uid 0).
+_PROC_READ_ONLY = tuple(
+    w
+    for p in ("/proc/sys", "/proc/sysrq-trigger")
+    if os.path.exists(p)
+    for w in ("--ro-bind", p, p)
+)
+UNPRIVILEGED_ID = 1000  # who a root-run command is inside its namespace
 _SHARED_HOME_DIRS = frozenset({".local", ".config", ".cache"})  # bind the PATH entry only
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
 _HOME_SECRETS = (
@@ -62,7 +74,8 @@ def bwrap_problem(bwrap: str | None = None) -> str | None:
     path = bwrap or shutil.which("bwrap")
     if path is None:
         return "bubblewrap (bwrap) is not installed"
-    argv = [path, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--die-with-parent"]
+    argv = [path, "--ro-bind", "/", "/", "--unshare-user", "--disable-userns", "--cap-drop"]
+    argv += ["ALL", "--unshare-pid", "--unshare-net", "--die-with-parent"]
     try:
         out = subprocess.run(
             [*argv, "--", "/bin/true"], capture_output=True, timeout=20, check=False
@@ -83,6 +96,8 @@ class BwrapOptions:
     # session network are started as that user, so bwrap must work unprivileged for it.
     run_as: tuple[int, int] | None = None
     hidden: tuple[Path, ...] = field(default_factory=tuple)  # data/config dirs to mask
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    identity: dict[str, str] = field(default_factory=dict)  # GIT_AUTHOR_NAME ... for commits
 
 
 class BwrapSandbox:
@@ -92,6 +107,8 @@ class BwrapSandbox:
 
     def __init__(self, options: BwrapOptions | None = None, bwrap: str | None = None) -> None:
         self.options = options or BwrapOptions()
+        if not self.options.identity:
+            self.options.identity = git_identity()
         self.bwrap = bwrap or shutil.which("bwrap") or "bwrap"
         self.network = SessionNetwork(self.bwrap, run_as=self.options.run_as)
         self._system_cache: dict[tuple[str, str, str], tuple[list[str], list[Path]]] = {}
@@ -100,26 +117,39 @@ class BwrapSandbox:
         env = child_environment(request.env, passthrough=self.options.env_passthrough)
         home = os.environ.get("HOME") or "/root"
         env.update({"HOME": home, "TMPDIR": "/tmp", TAG_VAR: tag})
+        env.update(self.options.identity)  # git commit works inside, as the user
         # Every bind is a mount point; git must look past them for the repository.
         env["GIT_DISCOVERY_ACROSS_FILESYSTEM"] = "1"
-        words = [self.bwrap, *self._namespaces(network), *self._mounts(request, env, home)]
+        words = [self.bwrap, *self._namespaces(), *self._mounts(request, env, home)]
         words += ["--chdir", str(request.cwd), "--clearenv"]
         for key, value in sorted(env.items()):
             words += ["--setenv", key, value]
+        fds: list[int] = []
+        seccomp = program_fd()
+        if seccomp is not None:
+            words += ["--seccomp", str(seccomp)]
+            fds.append(seccomp)
         words += ["--", request.executable, *request.argv]
-        fds: tuple[int, ...] = ()
         if not network:
-            prefix, fds = self.network.enter_prefix()
+            prefix, net_fds = self.network.enter_prefix()
             words = [*prefix, *words]
-        words = [*_pdeathsig_prefix(), *words]
+            fds.extend(net_fds)
+        limits = self.options.limits
+        # RLIMIT_NPROC binds every uid but the host's 0: only a root-run command needs a group
+        root_run = self.options.run_as is None and os.geteuid() == 0
+        group = PidsGroup.create(tag, limits.max_processes) if root_run else None
+        bounds = limits.prefix(group.procs if group is not None else None)
+        words = [*bounds, *_pdeathsig_prefix(), *words]
         return Launch(
             words[0],
             tuple(words),
             {TAG_VAR: tag, OWNER_VAR: owner_mark()},
             request.cwd,
-            pass_fds=fds,
+            pass_fds=tuple(fds),
             signals_as_exit_codes=True,
             run_as=self.options.run_as,
+            close_after_start=(seccomp,) if seccomp is not None else (),
+            pids_group=group,
         )
 
     async def publish(self, url: str) -> str:
@@ -142,12 +172,15 @@ class BwrapSandbox:
         for tree in SYSTEM_TREES:
             words += _mirror(tree)
             visible.append(Path(tree))
-        words += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
-        for name in _ETC_MASKED:
-            words += _mask(Path("/etc") / name)
+        lim = self.options.limits
+        words += ["--dev", "/dev", "--proc", "/proc", *_PROC_READ_ONLY]
+        words += ["--size", str(lim.tmp_bytes), "--tmpfs", "/tmp"]
+        words += ["--size", str(lim.var_tmp_bytes), "--tmpfs", "/var/tmp"]
+        for masked in _etc_masked():
+            words += _mask(masked)
         home_path = Path(home)
         if home_path != Path("/") and not _under(home_path, visible):
-            words += ["--tmpfs", home]
+            words += ["--size", str(lim.home_bytes), "--tmpfs", home]
         extra = _toolchains(path_var, home_path, visible)
         account_home = _account_home()
         if account_home is not None and account_home != home_path:
@@ -164,10 +197,20 @@ class BwrapSandbox:
             visible.append(path)
         return words, visible
 
-    def _namespaces(self, network: bool) -> list[str]:
-        words = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    def _namespaces(self) -> list[str]:
+        """A user namespace of its own (no capability anywhere, no further namespaces) and
+        the usual PID/IPC/UTS/cgroup ones."""
+        uid, gid = self.inside_ids()
+        words = ["--unshare-user", "--disable-userns", "--uid", str(uid), "--gid", str(gid)]
+        words += ["--cap-drop", "ALL"]
+        words += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         words += ["--die-with-parent", "--new-session"]
         return words
+
+    def inside_ids(self) -> tuple[int, int]:
+        """The ids a command has inside: the user's own, never root's."""
+        uid, gid = self.options.run_as or (os.getuid(), os.getgid())
+        return (uid or UNPRIVILEGED_ID, gid or UNPRIVILEGED_ID)
 
     def _mounts(self, request: CommandRequest, env: dict[str, str], home: str) -> list[str]:
         key = (env.get("PATH", ""), home, str(Path(request.executable).parent))
@@ -184,7 +227,7 @@ class BwrapSandbox:
         enclosing = _enclosing_git_dir(root)
         if enclosing is not None:  # a project inside a repository: git works, read-only
             words += ["--ro-bind", str(enclosing), str(enclosing)]
-        gits, protected_paths = read_only_paths(root)
+        gits, protected_paths = sealed_mounts(root)
         for git in gits:
             words += ["--bind", str(git), str(git)]
         for protected in protected_paths:
@@ -213,6 +256,35 @@ def _enclosing_git_dir(root: Path) -> Path | None:
         if candidate.is_dir() and not candidate.is_symlink():
             return candidate
     return None
+
+
+@functools.cache
+def _etc_masked() -> tuple[Path, ...]:
+    """The known secret files of /etc, plus, when we are root, every entry there others may
+    not read (looked for once per process, two levels deep)."""
+    found = [Path("/etc") / name for name in _ETC_MASKED]
+    if os.geteuid() != 0:
+        return tuple(found)
+    for folder in (Path("/etc"), *_subfolders(Path("/etc"))):
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not e.is_symlink() and not st.st_mode & 0o004:
+                found.append(Path(e.path))
+    return tuple(dict.fromkeys(found))
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def _mirror(tree: str) -> list[str]:

@@ -37,6 +37,7 @@ class SessionNetwork:
         self._run_as = run_as
         self._holder = _Holder()
         self._servers: dict[int, tuple[asyncio.Server, int]] = {}
+        self._open: set[asyncio.StreamWriter] = set()
         # A forgotten session must not leave its holder running until xclaw exits.
         weakref.finalize(self, self._holder.stop)
 
@@ -136,8 +137,17 @@ class SessionNetwork:
         path = self.socket_path
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self._open.add(writer)
+            try:
+                await bridge(reader, writer)
+            finally:
+                self._open.discard(writer)
+                writer.close()
+
+        async def bridge(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             try:
                 up_reader, up_writer = await asyncio.open_unix_connection(path)
+                self._open.add(up_writer)
                 up_writer.write(f"{port}\n".encode())
                 await up_writer.drain()
                 if await up_reader.readline() != b"K\n":
@@ -145,14 +155,18 @@ class SessionNetwork:
             except (OSError, ConnectionError):
                 writer.close()
                 return
-            await asyncio.gather(_copy(reader, up_writer), _copy(up_reader, writer))
-            for w in (up_writer, writer):
-                with contextlib.suppress(Exception):
-                    w.close()
+            try:
+                await asyncio.gather(_copy(reader, up_writer), _copy(up_reader, writer))
+            finally:
+                self._open.discard(up_writer)
+                up_writer.close()
 
         return handle
 
     async def close(self) -> None:
+        for writer in list(self._open):  # connections still bridged (a browser kept one open)
+            writer.close()
+        self._open.clear()
         for server, _ in self._servers.values():
             server.close()
             with contextlib.suppress(Exception):

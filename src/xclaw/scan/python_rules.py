@@ -8,6 +8,8 @@ import re
 
 from xclaw.scan.context import FileContext
 from xclaw.scan.python_names import Names, fold
+from xclaw.scan.python_network import scan_network_flows
+from xclaw.scan.python_patching import scan_xclaw_rebinding
 from xclaw.scan.report import Severity
 from xclaw.scan.text_rules import CREDENTIALS, PIPE_TO_SHELL
 
@@ -110,6 +112,8 @@ _DOWNLOAD_CMD = re.compile(
     re.IGNORECASE,
 )
 _MAX_NESTING = 3
+# Text without any of these cannot reach an xclaw module (not even through an assembled name).
+_REBINDING_HINTS = ("xclaw", "import_module", "__import__", "modules")
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -283,6 +287,9 @@ def scan_python(
             checker.assembled_string(node)
         elif isinstance(node, ast.Import | ast.ImportFrom) and ctx.install:
             checker.network_import(node)
+    if any(word in source for word in _REBINDING_HINTS):
+        scan_xclaw_rebinding(nodes, names, checker.emit)
+    scan_network_flows(nodes, tree, names, checker.emit)
 
 
 class _Checker:

@@ -103,9 +103,11 @@ _ALL = [
     ),
     Rule(
         "unicode.zero_width",
-        M,
-        "Zero-width or invisible characters appear in the text.",
-        "honest in some scripts and emoji; high when a long run encodes hidden data",
+        H,
+        "Zero-width characters hide or split text.",
+        "inside a word or between visible characters they split text past review and hide "
+        "instructions aimed at the model; joiners in other scripts and emoji are exempt, and "
+        "a stray one at a line end or beside a space is medium",
     ),
     Rule(
         "unicode.homoglyph",
@@ -122,8 +124,34 @@ _ALL = [
     Rule(
         "credentials.exfiltrate",
         H,
-        "A credential is read and sent over the network on one line.",
+        "A credential (key file, .env file, cookies) is read and sent over the network.",
         "that is theft, not configuration",
+    ),
+    Rule(
+        "exfil.environment",
+        H,
+        "The whole environment is sent over the network.",
+        "it holds every key the user exported; a skill needs one named variable, not all",
+    ),
+    Rule(
+        "exfil.dns",
+        H,
+        "A secret or a command's output is carried out in a DNS name.",
+        "lookups pass firewalls and proxies, so a label such as $(cat key).host is a covert "
+        "channel; looking up a plain host name is not",
+    ),
+    Rule(
+        "shell.reverse_shell",
+        H,
+        "A shell is wired to a network connection (a reverse or bind shell).",
+        "it hands this machine to whoever is at the other end",
+    ),
+    Rule(
+        "python.patches_xclaw",
+        H,
+        "Code rebinds an attribute of xclaw itself (monkey-patching).",
+        "plugin code runs in xclaw's process: rebinding xclaw can switch off its policy, "
+        "redaction or sandbox, so no plugin may do it",
     ),
     Rule(
         "install.network",

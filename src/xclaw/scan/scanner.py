@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from xclaw.scan.context import FileContext, file_kind
+from xclaw.scan.exfil_rules import scan_exfil
 from xclaw.scan.files import (
     HEAD_BYTES,
     Entry,
@@ -25,6 +26,7 @@ from xclaw.scan.install_rules import (
 )
 from xclaw.scan.python_rules import scan_python
 from xclaw.scan.report import Finding, ScanError, ScanReport, Severity
+from xclaw.scan.reverse_shell_rules import scan_reverse_shells
 from xclaw.scan.rules import RULES
 from xclaw.scan.text_rules import scan_text
 from xclaw.scan.unicode_rules import scan_unicode
@@ -189,6 +191,8 @@ def _apply_rules(ctx: FileContext) -> None:
     if ctx.kind == "python":
         scan_python(ctx)  # first: on a tie, its finding (more precise message) is the one kept
     scan_text(ctx)
+    scan_exfil(ctx)
+    scan_reverse_shells(ctx)
     scan_unicode(ctx)
     name = PurePosixPath(ctx.rel).name
     if ctx.install and ctx.kind not in {"python", "doc"}:

@@ -9,9 +9,11 @@ parser in ``python_rules`` catches what these miss in ``.py`` files.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from xclaw.scan.context import FileContext
 from xclaw.scan.report import Severity
+from xclaw.scan.rules import RULES
 
 _I = re.IGNORECASE
 _SHELLS = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?(?:/usr/bin/|/bin/)?(?:ba|z|da|k|fi|c|tc)?sh\b"
@@ -114,6 +116,7 @@ _READ_VERBS = re.compile(
     r"\b(?:cat|read|open|send|upload|copy|include|print|post|attach|base64|paste|collect)\b", _I
 )
 
+_INVISIBLE = re.compile("[\u200b-\u200d\u2060-\u2064\ufeff\u00ad\u180e]")
 _NEGATED = re.compile(r"\b(?:never|not|don'?t|must\s+not|avoid|refuse)\b|不要|禁止", _I)
 
 _QUOTED = r"[`\"'“”«»「」]"
@@ -237,11 +240,10 @@ def _obfuscation(ctx: FileContext, n: int, line: str) -> None:
 def _credentials(ctx: FileContext, n: int, line: str) -> None:
     m = CREDENTIALS.search(line)
     dotenv = DOTENV_READ.search(line)
-    send = _SEND.search(line)
-    if (m or dotenv) and send:
-        hit = m or dotenv
-        assert hit is not None
-        ctx.emit("credentials.exfiltrate", n, hit.start() + 1)
+    # `source .env && curl -d ... -H "Bearer $KEY"` sets variables; it sends no file.
+    sent = m or (dotenv if dotenv and not dotenv.group().lower().startswith("source") else None)
+    if sent and _SEND.search(line):
+        ctx.emit("credentials.exfiltrate", n, sent.start() + 1)
         return
     if m:
         negated = _NEGATED.search(line[: m.start()])
@@ -266,7 +268,9 @@ def _credentials(ctx: FileContext, n: int, line: str) -> None:
         )
 
 
-def _prompt(ctx: FileContext, n: int, line: str) -> None:
+def _prompt(ctx: FileContext, n: int, raw: str) -> None:
+    line, where = _unhidden(raw)  # "ig\u200bnore previous instructions" reads as it renders
+    split = " (split by invisible characters)" if line != raw else ""
     for rule, pattern in (
         ("prompt.override_instructions", PROMPT_OVERRIDE),
         ("prompt.conceal_from_user", PROMPT_CONCEAL),
@@ -277,16 +281,26 @@ def _prompt(ctx: FileContext, n: int, line: str) -> None:
             ctx.emit(
                 rule,
                 n,
-                m.start() + 1,
+                where(m.start()) + 1,
                 severity=Severity.MEDIUM if quoted else None,
                 message="Quoted injection phrase (mentioned, not addressed to the agent)."
                 if quoted
-                else None,
+                else RULES[rule].message.removesuffix(".") + split + ".",
             )
     m = PROMPT_EXFIL.search(line)
     if m:
         strong = _EXFIL_TARGET.search(line) and not _is_quoted(line, m.start(), m.end())
-        ctx.emit("prompt.exfiltrate", n, m.start() + 1, severity=Severity.HIGH if strong else None)
+        ctx.emit(
+            "prompt.exfiltrate", n, where(m.start()) + 1, severity=Severity.HIGH if strong else None
+        )
+
+
+def _unhidden(line: str) -> tuple[str, Callable[[int], int]]:
+    """The line without zero-width characters, and a map from its columns back to the line's."""
+    if line.isascii() or not _INVISIBLE.search(line):
+        return line, lambda i: i
+    kept = [i for i, c in enumerate(line) if not _INVISIBLE.match(c)]
+    return "".join(line[i] for i in kept), lambda i: kept[i] if i < len(kept) else len(line)
 
 
 def _is_quoted(line: str, start: int, end: int) -> bool:

@@ -18,6 +18,8 @@ _TAGS = re.compile("[\U000e0000-\U000e007f]+")
 _VARIATION_RUN = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{4,}")
 _ZERO_WIDTH = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u180e\u115f\u1160\u3164\uffa0]+")
 _JOINERS = {"\u200c", "\u200d"}
+# ZWSP, ZWNJ, ZWJ, WORD JOINER, BOM: what splits "ig\u200bnore" past a reader and a rule.
+_SPLITTERS = frozenset("\u200b\u200c\u200d\u2060\ufeff")
 _HIDDEN_RUN = 8  # a run this long of invisible characters encodes data, not typography
 
 # Cyrillic and Greek letters that render like Latin ones (a subset of Unicode's confusables).
@@ -77,7 +79,7 @@ def _tags(ctx: FileContext, n: int, line: str) -> None:
 
 
 def _zero_width(ctx: FileContext, n: int, line: str) -> None:
-    count, first, longest = 0, -1, 0
+    hiding, count, first, longest = False, 0, -1, 0
     for m in _ZERO_WIDTH.finditer(line):
         run = m.group()
         if m.start() == 0 and n == 1 and run == "\ufeff":
@@ -90,15 +92,39 @@ def _zero_width(ctx: FileContext, n: int, line: str) -> None:
         longest = max(longest, len(run))
         if first < 0:
             first = m.start()
+        if not hiding and not _SPLITTERS.isdisjoint(run):
+            hiding = _splits_text(ctx, line, m)
     if count:
         ctx.emit(
             "unicode.zero_width",
             n,
             first + 1,
-            severity=Severity.HIGH if longest >= _HIDDEN_RUN else None,
-            message=f"{count} zero-width or invisible characters"
-            + (f" (a run of {longest} encodes hidden data)." if longest >= _HIDDEN_RUN else "."),
+            severity=None if hiding or longest >= _HIDDEN_RUN else Severity.MEDIUM,
+            message=_zero_width_message(count, longest, hiding),
         )
+
+
+def _zero_width_message(count: int, longest: int, hiding: bool) -> str:
+    what = f"{count} zero-width or invisible characters"
+    if longest >= _HIDDEN_RUN:
+        return f"{what} (a run of {longest} encodes hidden data)."
+    if hiding:
+        return f"{what} split or hide text."
+    return f"{what} (at a line end or a space, in a script written without spaces, or quoted)."
+
+
+def _splits_text(ctx: FileContext, line: str, m: re.Match[str]) -> bool:
+    """Whether the run sits inside a word or between two visible characters ("ig\u200bnore",
+    "end.\ufeffAlways"). Not: at the end of a line or beside a space (a stray paste, which
+    hides nothing), a word break inside Thai, Khmer or CJK text (written without spaces), or
+    a literal of invisible characters in code (text-cleaning code holds them in quotes)."""
+    before = line[m.start() - 1] if m.start() else ""
+    after = line[m.end()] if m.end() < len(line) else ""
+    if not before.strip() or not after.strip():
+        return False
+    if ctx.is_code and {before, after} & {"'", '"', "`"}:
+        return False
+    return not all(not c.isascii() and unicodedata.category(c)[0] in "LM" for c in (before, after))
 
 
 def _joins_letters(line: str, start: int, end: int) -> bool:

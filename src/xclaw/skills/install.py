@@ -2,7 +2,8 @@
 
 ``xclaw.scan.scan_path`` looks at everything in the folder; a high-severity finding refuses
 the install unless forced, and the report is kept under ``<data dir>/scans``. A git URL is
-cloned (depth 1, real git, no prompts) into a temporary folder first.
+cloned (depth 1, real git, no prompts, the safe way of ``xclaw.gitsafe``) into a temporary
+folder first.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from xclaw.core.errors import ConfigError
 from xclaw.dirs import data_dir
+from xclaw.gitsafe import run_git
 from xclaw.tools.atomic import atomic_write_bytes
 
 GIT_TIMEOUT_S = 180.0
@@ -60,24 +62,17 @@ def cloned(url: str) -> Iterator[Path]:
         raise ConfigError("git is not installed.", code="GIT_MISSING", hint="Install git.")
     with tempfile.TemporaryDirectory(prefix="xclaw-install-") as tmp:
         dest = Path(tmp) / "repo"
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "LC_ALL": "C"}
-        cmd = [git, "-c", "protocol.ext.allow=never", "clone", "--depth", "1", "--quiet"]
+        args = ("clone", "--depth", "1", "--quiet", "--", url, str(dest))
         try:
-            done = subprocess.run(
-                [*cmd, "--", url, str(dest)],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-            )
+            done = run_git(Path(tmp), args, executable=git, timeout=GIT_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise ConfigError(
                 f"git clone of {url} took longer than {GIT_TIMEOUT_S:g}s.", code="GIT_CLONE_FAILED"
             ) from None
         if done.returncode != 0:
             raise ConfigError(
-                f"git clone of {url} failed: {done.stderr.strip()[-500:]}",
+                f"git clone of {url} failed: "
+                f"{done.stderr.decode('utf-8', 'replace').strip()[-500:]}",
                 code="GIT_CLONE_FAILED",
                 hint="Check the URL and your access to it.",
             )

@@ -6,6 +6,7 @@ The first parameter, when annotated ``ToolContext``, is detected and hidden from
 from __future__ import annotations
 
 import inspect
+import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import NO_ACCESS, Access, Grant, OutputSink, Risk, ToolSpec
 from xclaw.policy.paths import ResolvedPath, resolve_inside_root
+from xclaw.sandbox import protect
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -37,11 +41,15 @@ class Workspace:
         self.root = Path(self.root).resolve(strict=True)
 
     def get_sandbox(self) -> Any:
-        """The session's sandbox: the one set by the caller, else the default (``auto``)."""
+        """The session's sandbox: the one set by the caller (entry points pass the one of the
+        resolved configuration), else ``session_sandbox`` of the user's configuration. Not
+        the project file's: this runs inside policy checks, where a broken project file must
+        not fail a call, and a project file may not widen the sandbox anyway."""
         if self.sandbox is None:
-            from xclaw.sandbox import make_sandbox, requested_mode
+            from xclaw.config import load_config
+            from xclaw.sandbox.resolve import session_sandbox
 
-            choice = make_sandbox(requested_mode(), hidden=_private_dirs())
+            choice = session_sandbox(load_config())
             self.sandbox, self.sandbox_warning = choice.sandbox, choice.warning
         return self.sandbox
 
@@ -53,6 +61,8 @@ class Workspace:
         """Stop what the session started: processes, then the sandbox (its network)."""
         if self.processes is not None:
             await self.processes.stop_all()
+            for note in protect.guard(self.root):  # what a background process wrote last
+                _log.warning("sandbox: %s", note)
         if self.sandbox is not None:
             await self.sandbox.close()
 
@@ -62,12 +72,6 @@ class Workspace:
     def note_change(self, rel: str) -> None:
         if rel not in self.changed_files:
             self.changed_files.append(rel)
-
-
-def _private_dirs() -> tuple[Path, ...]:
-    from xclaw.dirs import config_dir, data_dir
-
-    return (data_dir(), config_dir())
 
 
 @dataclass(slots=True)

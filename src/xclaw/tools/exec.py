@@ -86,10 +86,12 @@ class CommandLine:
 def command_access(args: Any) -> Access:
     """What the policy judges for terminal.exec and process.start."""
     env = getattr(args, "env", None) or {}
+    stdin = getattr(args, "stdin", None)
     if env:  # judged as `env K=V program argv` so the policy sees injected variables
         words = tuple(f"{k}={v}" for k, v in env.items())
-        return Access(command=Command("env", (*words, args.program, *args.argv), args.cwd))
-    return Access(command=Command(args.program, tuple(args.argv), args.cwd))
+        argv = (*words, args.program, *args.argv)
+        return Access(command=Command("env", argv, args.cwd, stdin))
+    return Access(command=Command(args.program, tuple(args.argv), args.cwd, stdin))
 
 
 def prepare_command(
@@ -326,11 +328,13 @@ async def _run_command(
             extra_groups=launch.extra_groups,
         )
     except OSError as e:
+        launch.started(None)
         raise ToolError(
             f"{cmd.program} could not be started: {e.strerror or e}.",
             code="COMMAND_NOT_EXECUTABLE",
             hint="Check that it is a program for this system, or run it via its interpreter.",
         ) from None
+    launch.started(transport.get_pid())
     tree = ProcessTree(transport.get_pid(), cmd.tag, floor, wrapper=launch.signals_as_exit_codes)
     try:
         if stdin is not None:
@@ -345,9 +349,37 @@ async def _run_command(
     finally:
         transport.close()
     duration_ms = int((time.monotonic() - started) * 1000)
-    return _Outcome(
-        launch.decode_returncode(transport.get_returncode()), timed_out, strays, duration_ms
-    )
+    code = launch.decode_returncode(transport.get_returncode())
+    return _Outcome(code, timed_out, strays, duration_ms, _limit_notes(launch, code))
+
+
+def _output_limit_notes(cmd: CommandLine, stderr: str) -> tuple[str, ...]:
+    """Limits a program reported itself (it got EFBIG or ENOSPC instead of a signal)."""
+    if cmd.launch is None or not cmd.launch.signals_as_exit_codes:
+        return ()  # not in the bwrap sandbox: these are the host's own errors
+    if "File too large" in stderr:
+        return ("SANDBOX_FILE_SIZE_LIMIT: a file grew past the sandbox's file-size limit",)
+    if "No space left on device" in stderr and _disk_has_room(cmd.request.root):
+        return ("SANDBOX_SPACE_LIMIT: a private /tmp, /var/tmp or home folder is full",)
+    return ()
+
+
+def _disk_has_room(root: Path) -> bool:
+    try:
+        return shutil.disk_usage(root).free > 256 << 20
+    except OSError:
+        return False
+
+
+def _first_note(notes: tuple[str, ...]) -> str:
+    return next(n.split(": ", 1)[-1] for n in notes if n.startswith("SANDBOX_"))
+
+
+def _limit_notes(launch: Launch, code: int | None) -> tuple[str, ...]:
+    notes = launch.limit_notes()
+    if code == -signal.SIGXFSZ:
+        notes += ("SANDBOX_FILE_SIZE_LIMIT: a file grew past the sandbox's file-size limit",)
+    return notes
 
 
 def _send_stdin(transport: asyncio.SubprocessTransport, text: str) -> None:
@@ -435,7 +467,7 @@ async def terminal_exec(
     out_path, err_path = output_paths(ctx.workspace.output_dir, f"exec-{ctx.call_id or 'call'}")
     out = _Capture("stdout", ctx.output, out_path)
     err = _Capture("stderr", ctx.output, err_path)
-    before = protect.snapshot(ctx.root)
+    protect.baseline(ctx.root)
     try:
         if cmd.launch is None:
             outcome = await _run_remote(ctx, cmd, out, err, timeout_ms / 1000, stdin)
@@ -444,7 +476,7 @@ async def terminal_exec(
     finally:
         out.finish()
         err.finish()
-        moved = protect.guard_new(ctx.root, before)
+        moved = protect.guard(ctx.root)
     result = protected_failure(_exec_result(cmd, outcome, out, err, timeout_ms), moved)
     ctx.workspace.last_verification = {
         "command": cmd.words,
@@ -519,6 +551,17 @@ def _exec_result(
             "COMMAND_TIMEOUT",
             f"Command timed out after {timeout_ms} ms; it and its child processes were stopped.",
             hint="Raise timeout_ms if it needs longer, or use process.start for servers.",
+            data=data,
+        )
+    notes = outcome.notes + _output_limit_notes(cmd, stderr) if exit_code != 0 else ()
+    limit = next((n.split(":")[0] for n in notes if n.startswith("SANDBOX_")), None)
+    if limit is not None:
+        data["sandbox_notes"] = list(dict.fromkeys([*data.get("sandbox_notes", []), *notes]))
+        return ToolResult.failure(
+            limit,
+            f"Command failed at a sandbox limit: {_first_note(notes)}.",
+            hint="Make the command use fewer processes or smaller files, or ask the user "
+            "to raise the sandbox limits in their config.",
             data=data,
         )
     if exit_code != 0:

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 from xclaw.core.errors import ToolArgumentsInvalid, ToolError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Risk
+from xclaw.sandbox import protect
 from xclaw.tools._proctree import ProcessTree, boot_ticks_floor, terminate_tree
 from xclaw.tools.base import Tool, ToolContext, tool
 from xclaw.tools.exec import CommandLine, command_access, output_paths, prepare_command, signal_name
@@ -326,7 +327,7 @@ def _spawn(cmd: CommandLine, out_path: Path, err_path: Path) -> subprocess.Popen
     out_fd = os.open(out_path, flags, 0o600)
     err_fd = os.open(err_path, flags, 0o600)
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             launch.argv,
             executable=launch.executable,
             cwd=launch.cwd,
@@ -341,6 +342,7 @@ def _spawn(cmd: CommandLine, out_path: Path, err_path: Path) -> subprocess.Popen
             extra_groups=launch.extra_groups,
         )
     except OSError as e:
+        launch.started(None)
         raise ToolError(
             f"{cmd.program} could not be started: {e.strerror or e}.",
             code="COMMAND_NOT_EXECUTABLE",
@@ -349,6 +351,8 @@ def _spawn(cmd: CommandLine, out_path: Path, err_path: Path) -> subprocess.Popen
     finally:
         os.close(out_fd)
         os.close(err_fd)
+    launch.started(proc.pid)
+    return proc
 
 
 async def _watch(mp: ManagedProcess) -> None:
@@ -420,6 +424,7 @@ async def process_start(
     _check_range("wait_for_url_ms", wait_for_url_ms, 0, MAX_WAIT_FOR_URL_MS)
     cmd = prepare_command(ctx, program, argv, cwd, env)
     pm = _manager(ctx)
+    protect.baseline(ctx.root)  # what it writes later is caught by the next check
     mp = await pm.start(cmd)
     await pm.wait_ready(mp, wait_for_url_ms / 1000)
     await _publish(ctx, pm)

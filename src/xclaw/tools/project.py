@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from xclaw import gitsafe
 from xclaw.core.messages import ToolResult
 from xclaw.sandbox.base import CommandRequest, LocalSandbox
 from xclaw.sandbox.host import HostSandbox
@@ -23,11 +24,6 @@ _HEADER = re.compile(
     r"^## (?:No commits yet on |Initial commit on )?(?P<branch>.+?)"
     r"(?:\.\.\.(?P<upstream>\S+))?(?: \[(?P<track>[^\]]*)\])?$"
 )
-_GIT_ENV = {
-    "GIT_OPTIONAL_LOCKS": "0",  # a status peek must not take index.lock from the user's git
-    "GIT_TERMINAL_PROMPT": "0",
-    "LC_ALL": "C",
-}
 
 
 @tool("project.status", timeout_s=30.0)
@@ -82,9 +78,16 @@ async def git_status(root: Path, sandbox: Any = None) -> dict[str, Any] | None:
 
 
 async def _git(sandbox: LocalSandbox, git: str, root: Path, *args: str) -> str | None:
-    # core.fsmonitor names a program git would run; a cloned repo must not pick it.
-    argv = ("-c", "core.fsmonitor=false", *args)
-    request = CommandRequest("git", git, argv, root, _GIT_ENV, root)
+    # The repository's configuration is listed first: what it names is never run.
+    listing = await _run(sandbox, git, root, gitsafe.config_listing())
+    out = await _run(sandbox, git, root, gitsafe.invocation(args, listing or b""))
+    return None if out is None else out.decode("utf-8", "replace")
+
+
+async def _run(
+    sandbox: LocalSandbox, git: str, root: Path, call: gitsafe.GitInvocation
+) -> bytes | None:
+    request = CommandRequest("git", git, call.argv, root, call.env, root)
     launch = sandbox.launch(request, tag=secrets.token_hex(8))
     proc = await asyncio.create_subprocess_exec(
         *launch.argv,
@@ -106,9 +109,7 @@ async def _git(sandbox: LocalSandbox, git: str, root: Path, *args: str) -> str |
             proc.kill()
         await proc.wait()
         return None
-    if proc.returncode != 0:
-        return None
-    return stdout.decode("utf-8", "replace")
+    return stdout if proc.returncode == 0 else None
 
 
 def parse_porcelain(out: str, prefix: str = "") -> dict[str, Any]:

