@@ -138,3 +138,16 @@ def tree_snapshot(path: Path) -> dict[str, tuple[int, bytes]]:
             data = p.read_bytes() if p.is_file() and not p.is_symlink() else b""
             snap[str(p.relative_to(path))] = (st.st_mode, data)
     return snap
+
+
+def git_env(home: Path) -> dict[str, str]:
+    """A git environment of fixed identity that reads no system config (test fixtures)."""
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }

@@ -26,6 +26,7 @@ from tests.security.conftest import (
     SECRET,
     call,
     dump,
+    git_env,
     no_leak,
     output,
     set_mode,
@@ -134,15 +135,7 @@ LAUNCHERS: dict[str, dict[str, Any]] = {
 
 
 def _git(root: Path, *args: str) -> None:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(root.parent),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
+    env = git_env(root.parent)
     subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
 
 

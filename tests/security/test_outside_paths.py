@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.security.conftest import REFUSED, SECRET, call, dump, output, set_mode, tree_snapshot
+from tests.security.conftest import (
+    REFUSED,
+    SECRET,
+    call,
+    dump,
+    git_env,
+    output,
+    set_mode,
+    tree_snapshot,
+)
 
 PAYLOAD = '#!/bin/sh\ntouch RAN\ncat "$(dirname "$0")/../secret.txt"\n'
 
@@ -237,15 +246,7 @@ def test_outside_paths_and_bulk_deletes_are_refused(
 
 
 def _git_init(root: Path) -> None:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(root.parent),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
+    env = git_env(root.parent)
     for words in (["init", "-q"], ["add", "data.txt"], ["commit", "-q", "-m", "init"]):
         subprocess.run(["git", *words], cwd=root, env=env, check=True, capture_output=True)
 

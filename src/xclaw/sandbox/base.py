@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from xclaw.sandbox.limits import PidsGroup
 
@@ -48,6 +48,18 @@ class Launch:
     run_as: tuple[int, int] | None = None  # (uid, gid) to start it as; None: our own
     close_after_start: tuple[int, ...] = ()  # fds only the child needs (a seccomp program)
     pids_group: PidsGroup | None = None  # root's per-command process limit
+
+    def spawn_options(self) -> dict[str, Any]:
+        """The ``subprocess``/``asyncio`` keyword arguments every spawn of this launch uses."""
+        return {
+            "executable": self.executable,
+            "cwd": self.cwd,
+            "env": self.env,
+            "pass_fds": self.pass_fds,
+            "user": self.uid,
+            "group": self.gid,
+            "extra_groups": self.extra_groups,
+        }
 
     def started(self, pid: int | None) -> None:
         """Call right after the spawn (or its failure): our copies of the child's fds close."""

@@ -55,17 +55,7 @@ def probe_bwrap(options: BwrapOptions | None = None) -> SandboxReport:
         launch = sandbox.launch(request, tag=os.urandom(8).hex())
         try:
             done = subprocess.run(
-                launch.argv,
-                executable=launch.executable,
-                env=launch.env,
-                cwd=launch.cwd,
-                pass_fds=launch.pass_fds,
-                user=launch.uid,
-                group=launch.gid,
-                extra_groups=launch.extra_groups,
-                capture_output=True,
-                timeout=30,
-                check=False,
+                launch.argv, **launch.spawn_options(), capture_output=True, timeout=30, check=False
             )
         finally:
             launch.started(None)

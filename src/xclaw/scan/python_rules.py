@@ -10,6 +10,7 @@ from xclaw.scan.context import FileContext
 from xclaw.scan.python_names import Names, fold
 from xclaw.scan.python_network import scan_network_flows
 from xclaw.scan.python_patching import scan_xclaw_rebinding
+from xclaw.scan.python_taint import scope_nodes
 from xclaw.scan.report import Severity
 from xclaw.scan.text_rules import CREDENTIALS, PIPE_TO_SHELL
 
@@ -119,18 +120,6 @@ _REBINDING_HINTS = ("xclaw", "import_module", "__import__", "modules")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
-def _scope_nodes(scope: ast.AST) -> list[ast.AST]:
-    """The nodes of one scope, without descending into the functions defined in it."""
-    out: list[ast.AST] = []
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        if not isinstance(node, _SCOPES):
-            stack.extend(ast.iter_child_nodes(node))
-    return out
-
-
 class _Taint:
     """Names assigned from decoded or downloaded data, per function scope (a module-level name
     is seen from every function), followed through assignments and function returns."""
@@ -154,7 +143,7 @@ class _Taint:
             self.direct = {} if not has_sink else self.direct
             return  # nothing decoded or downloaded reaches a sink: nothing to follow
         scopes: list[ast.AST] = [tree, *(n for n in nodes if isinstance(n, _SCOPES))]
-        self.nodes = {id(sc): _scope_nodes(sc) for sc in scopes}
+        self.nodes = {id(sc): scope_nodes(sc, _SCOPES) for sc in scopes}
         for sc in scopes:
             for node in self.nodes[id(sc)]:
                 if isinstance(node, ast.Call):

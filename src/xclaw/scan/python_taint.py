@@ -107,14 +107,15 @@ def _one_value(kinds: set[str]) -> set[str]:
     return (kinds - {ENVIRONMENT}) | {ENV_VALUE} if ENVIRONMENT in kinds else kinds
 
 
-def _scope_nodes(scope: ast.AST) -> list[ast.AST]:
-    """The nodes of one function (or the module), not those of functions defined inside."""
+def scope_nodes(scope: ast.AST, inner: tuple[type[ast.AST], ...] = _FUNCTIONS) -> list[ast.AST]:
+    """The nodes of one function (or the module), not those of the ``inner`` scopes (the
+    functions) defined in it."""
     out: list[ast.AST] = []
     stack = list(ast.iter_child_nodes(scope))
     while stack:
         node = stack.pop()
         out.append(node)
-        if not isinstance(node, _FUNCTIONS):
+        if not isinstance(node, inner):
             stack.extend(ast.iter_child_nodes(node))
     return out
 
@@ -160,7 +161,7 @@ class Flows:
         self.tree = tree
         self.defs = {n.name: n for n in nodes if isinstance(n, _FUNCTIONS)}
         self.scopes: list[ast.AST] = [tree, *(n for n in nodes if isinstance(n, _FUNCTIONS))]
-        self.scope_nodes = {id(sc): _scope_nodes(sc) for sc in self.scopes}
+        self.scope_nodes = {id(sc): scope_nodes(sc) for sc in self.scopes}
         self.tables: dict[int, dict[str, set[str]]] = {id(sc): {} for sc in self.scopes}
         self.returns: dict[str, set[str]] = {}
         for _ in range(4):  # definitions may follow their use; four passes reach a fixpoint

@@ -315,17 +315,11 @@ async def _run_command(
         transport, proto = await loop.subprocess_exec(
             lambda: _ExecProtocol({1: out, 2: err}, loop),
             *launch.argv,
-            executable=launch.executable,
-            cwd=launch.cwd,
-            env=launch.env,
+            **launch.spawn_options(),
             stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            pass_fds=launch.pass_fds,
-            user=launch.uid,
-            group=launch.gid,
-            extra_groups=launch.extra_groups,
         )
     except OSError as e:
         launch.started(None)

@@ -329,17 +329,11 @@ def _spawn(cmd: CommandLine, out_path: Path, err_path: Path) -> subprocess.Popen
     try:
         proc = subprocess.Popen(
             launch.argv,
-            executable=launch.executable,
-            cwd=launch.cwd,
-            env=launch.env,
+            **launch.spawn_options(),
             stdin=subprocess.DEVNULL,
             stdout=out_fd,
             stderr=err_fd,
             start_new_session=True,
-            pass_fds=launch.pass_fds,
-            user=launch.uid,
-            group=launch.gid,
-            extra_groups=launch.extra_groups,
         )
     except OSError as e:
         launch.started(None)
