@@ -106,6 +106,9 @@ class PatchConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     editable_lockfiles: list[str] = Field(default_factory=list)  # e.g. [Cargo.lock]
+    # Modes that write your working tree without a review (seed 001: only the user's own
+    # configuration turns them on); review is always allowed.
+    allow_modes: list[Literal["review", "auto", "trusted-auto"]] = Field(default_factory=list)
 
 
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"

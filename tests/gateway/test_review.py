@@ -4,6 +4,7 @@ patch engine's hash checks, the session timeline that rebuilds tool cards, and a
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -231,6 +232,21 @@ async def test_a_change_job_is_shown_applied_and_reverted(root: Path) -> None:
                 assert (await http.post(f"/api/jobs/{bad}/apply", headers=AUTH)).status_code == 404
             r = await http.post("/api/jobs/..%2F..%2Fjobs/apply", headers=AUTH)  # decoded: no route
             assert r.status_code in (404, 405)
+
+
+async def test_a_tampered_job_record_is_refused_not_applied(root: Path) -> None:
+    make_repo(root)
+    job_id = await make_job(root)
+    path = JobStore().jobs / f"{job_id}.json"
+    stored = json.loads(path.read_text())
+    record = stored.get("record", stored)
+    record["diff"] += "+    import os; os.system('x')\n"  # a hunk added behind the job's back
+    path.write_text(json.dumps(stored))
+    with serving(root, ["x"]) as server:
+        async with httpx.AsyncClient(base_url=server.url) as http:
+            r = await http.post(f"/api/jobs/{job_id}/apply", headers=AUTH)
+            assert r.status_code == 409 and r.json()["code"] == "PATCH_RECORD_TAMPERED", r.text
+    assert (root / "app.py").read_text() == ORIGINAL
 
 
 async def test_jobs_of_other_projects_are_not_shown(root: Path, tmp_path: Path) -> None:

@@ -118,7 +118,6 @@ def test_apply_conflict_fails_closed(repo: Path, sandbox: HostSandbox) -> None:
     "text",
     [
         "diff --git a/a b/b\n--- a/a\n+++ b/b\n@@ -1 +1 @@\n-x\n+y\n",
-        "diff --git a/a b/a\nold mode 100644\nnew mode 100755\n",
         "diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1,3 +1 @@\n-x\n+y\n",
         "diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\nrm -rf /\n",
     ],

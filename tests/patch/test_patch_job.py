@@ -35,6 +35,7 @@ def call(name: str, cid: str, **args: Any) -> dict[str, Any]:
     return {"id": cid, "name": name, "arguments": args}
 
 
+AUTO, TRUSTED = ("auto",), ("trusted-auto",)  # patch.allow_modes of the user config
 HI = call("replace_text", "w1", path="src/app.py", oldText="'hello'", newText="'hi'")
 
 
@@ -107,7 +108,8 @@ def test_failing_required_check_blocks_auto_apply(repo: Path, sandbox: HostSandb
     start = tree_hash(repo)
     turns = happy_turns()
     turns[2] = {"tool_calls": [call("list_files", "l2", glob="*.py", maxResults=5)]}
-    record = asyncio.run(job(repo, turns, sandbox, mode="auto", checks={"unit": FAILING}).run())
+    pj = job(repo, turns, sandbox, mode="auto", checks={"unit": FAILING}, allowed_modes=AUTO)
+    record = asyncio.run(pj.run())
     assert record.status == "review"
     assert record.checks[0]["ok"] is False and "bad" in record.checks[0]["output"]
     assert tree_hash(repo) == start
@@ -119,9 +121,27 @@ def test_auto_mode_applies_when_gates_hold(repo: Path, sandbox: HostSandbox) -> 
         {"tool_calls": [call("run_check", "c1", checkId="unit")]},
         "done",
     ]
-    record = asyncio.run(job(repo, turns, sandbox, mode="auto", checks={"unit": PASSING}).run())
+    pj = job(repo, turns, sandbox, mode="auto", checks={"unit": PASSING}, allowed_modes=AUTO)
+    record = asyncio.run(pj.run())
     assert record.status == "applied"
     assert "'hi'" in (repo / "src" / "app.py").read_text()
+
+
+def test_auto_mode_holds_a_file_made_executable_for_review(
+    repo: Path, sandbox: HostSandbox
+) -> None:
+    chmod = "diff --git a/src/app.py b/src/app.py\nold mode 100644\nnew mode 100755\n"
+    turns = [
+        {"tool_calls": [HI]},
+        {"tool_calls": [call("apply_patch", "p1", patch=chmod)]},
+        {"tool_calls": [call("run_check", "c1", checkId="unit")]},
+        "done",
+    ]
+    pj = job(repo, turns, sandbox, mode="auto", checks={"unit": PASSING}, allowed_modes=AUTO)
+    record = asyncio.run(pj.run())
+    assert record.status == "review", record.reason  # seed 001: no unattended mode escalation
+    assert record.made_executable
+    assert "'hi'" not in (repo / "src" / "app.py").read_text()
 
 
 def test_dirty_tree_refused_and_untouched(repo: Path, sandbox: HostSandbox) -> None:
@@ -172,7 +192,7 @@ def test_text_answer_without_tool_call_fails(repo: Path, sandbox: HostSandbox) -
 
 def test_trusted_auto_needs_consent_and_has_no_run_check(repo: Path, sandbox: HostSandbox) -> None:
     with pytest.raises(PatchError) as err:
-        asyncio.run(job(repo, [], sandbox, mode="trusted-auto").run())
+        asyncio.run(job(repo, [], sandbox, mode="trusted-auto", allowed_modes=TRUSTED).run())
     assert err.value.code == "INVALID_REQUEST"
     turns = [
         {"tool_calls": [call("run_check", "c1", checkId="unit")]},
@@ -182,7 +202,15 @@ def test_trusted_auto_needs_consent_and_has_no_run_check(repo: Path, sandbox: Ho
         },
         "done",
     ]
-    pj = job(repo, turns, sandbox, mode="trusted-auto", consent=True, checks={"unit": FAILING})
+    pj = job(
+        repo,
+        turns,
+        sandbox,
+        mode="trusted-auto",
+        consent=True,
+        checks={"unit": FAILING},
+        allowed_modes=TRUSTED,
+    )
     record = asyncio.run(pj.run())
     assert record.status == "applied" and record.checks == []
 

@@ -1,4 +1,4 @@
-"""``xclaw patch``: change jobs in an isolated worktree (run, show, apply, revert, list)."""
+"""``xclaw patch``: change jobs in an isolated worktree (run, show, apply, revert, list, clean)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from xclaw.patch import JobRecord, JobStore, PatchJob, Target
 from xclaw.patch.engine import apply_job, revert_job
 from xclaw.patch.job import MODES, Mode, PatchLimits
 from xclaw.patch.paths import editable_lockfiles
+from xclaw.patch.worktree import clean_interrupted, worktree_path
 
 app = typer.Typer(help="Change jobs: the agent edits an isolated copy; you review and apply.")
 _TARGET = re.compile(r"^(?P<file>[^:]+)(?::(?P<line>\d+))?$")
@@ -46,10 +47,21 @@ def _progress(ev: Event) -> None:
         console.print(f"  {escape(str(ev.payload.get('name')))} …")
 
 
-def _print(record: JobRecord) -> None:
+def _cleanup_hint(store: JobStore, record: JobRecord) -> str:
+    """For an interrupted job that left its worktree: the command that removes it."""
+    if record.status != "interrupted" or not worktree_path(store, record).exists():
+        return ""
+    return f"clean up: xclaw patch clean {record.spec.job_id}"
+
+
+def _print(record: JobRecord, store: JobStore) -> None:
     console.print(f"job {record.spec.job_id}: [bold]{record.status}[/] {escape(record.summary)}")
     if record.reason:
         console.print(escape(record.reason))
+    hint = _cleanup_hint(store, record)
+    if hint:
+        left = worktree_path(store, record)
+        console.print(escape(f"{hint}  (its worktree is left at {left})"), soft_wrap=True)
     if record.diff:
         console.print(escape(record.diff), end="")
     for check in record.checks:
@@ -86,11 +98,12 @@ def run(
             checks=cfg.checks,
             limits=PatchLimits(editable_lockfiles=editable_lockfiles(cfg.patch.editable_lockfiles)),
             bus=bus,
+            allowed_modes=tuple(cfg.patch.allow_modes),
         )
         record = asyncio.run(job.run())
     except XclawError as err:
         fail(err)
-    _print(record)
+    _print(record, job.store)
 
 
 def _mode(raw: str) -> Mode:
@@ -102,15 +115,16 @@ def _mode(raw: str) -> Mode:
 
 @app.command("show")
 def show(job_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Show a job: status, diff and checks."""
+    """Show a job: status, diff and checks (an interrupted one: how to clean up)."""
     try:
-        record = JobStore().load(job_id)
+        store = JobStore()
+        record = store.load(job_id)
     except XclawError as err:
         fail(err)
     if as_json:
-        print(json.dumps(record.to_dict(), indent=1))
+        print(json.dumps({**record.to_dict(), "next": _cleanup_hint(store, record)}, indent=1))
     else:
-        _print(record)
+        _print(record, store)
 
 
 def _act(job_id: str, revert: bool) -> None:
@@ -135,8 +149,29 @@ def revert(job_id: str) -> None:
     _act(job_id, revert=True)
 
 
+@app.command("clean")
+def clean(job_id: str) -> None:
+    """Remove what an interrupted job left behind (its worktree); the job stays interrupted."""
+    try:
+        store = JobStore()
+        record = store.load(job_id)
+        path = asyncio.run(clean_interrupted(record, store))
+    except XclawError as err:
+        fail(err)
+    console.print(f"job {job_id}: {record.status}; removed {escape(str(path))}")
+
+
 @app.command("list")
 def list_jobs() -> None:
-    """List change jobs."""
-    for record in JobStore().list():
-        console.print(f"{record.spec.job_id}  {record.status:9}  {escape(record.spec.git_root)}")
+    """List change jobs; interrupted ones with their cleanup command."""
+    store = JobStore()
+    for record in store.list():
+        line = f"{record.spec.job_id}  {record.status:11}  {record.spec.git_root}"
+        hint = _cleanup_hint(store, record)
+        console.print(escape(line + (f"  ({hint})" if hint else "")), soft_wrap=True)
+    for job_id in store.refused():
+        console.print(
+            f"{job_id}  [red]refused[/]      PATCH_RECORD_TAMPERED: the stored record does not "
+            "verify; it is never applied",
+            soft_wrap=True,
+        )

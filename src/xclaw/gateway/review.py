@@ -252,7 +252,9 @@ def _own_job(gateway: Gateway, store: JobStore, job_id: str) -> JobRecord:
         raise missing
     try:
         record = store.load(job_id)
-    except XclawError:
+    except XclawError as err:
+        if err.code == "PATCH_RECORD_TAMPERED":  # say so: never show or apply it, never hide it
+            raise ReviewError(409, err.code, err.message, err.hint) from None
         raise missing from None
     if not _in_project(gateway, record):
         raise missing

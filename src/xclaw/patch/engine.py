@@ -21,8 +21,8 @@ from xclaw.core.messages import Message
 from xclaw.core.model import Model
 from xclaw.core.state import RunResult, RunState
 from xclaw.patch.apply import apply_record, revert_record
-from xclaw.patch.changeset import Changeset, collect, invalid
-from xclaw.patch.checks import run_check
+from xclaw.patch.changeset import CarriedPaths, Changeset, collect, invalid
+from xclaw.patch.checks import changeset_digest, require_checks_passed
 from xclaw.patch.conventions import conventions_message
 from xclaw.patch.gitio import PatchError
 from xclaw.patch.health import check_health, real_path, require_usable
@@ -34,10 +34,11 @@ from xclaw.patch.job import (
     PatchLimits,
     Target,
     new_job_id,
+    require_mode_allowed,
 )
 from xclaw.patch.prompt import SYSTEM_PROMPT, job_message
 from xclaw.patch.session import PatchSession
-from xclaw.patch.tools import patch_registry
+from xclaw.patch.tools import patch_registry, run_session_check
 from xclaw.patch.worktree import (
     commit_baseline,
     create_worktree,
@@ -67,12 +68,14 @@ class PatchJob:
     sandbox: Any = None  # a LocalSandbox for checks; None: the default (auto)
     bus: EventBus = field(default_factory=EventBus)
     session_id: str = field(default_factory=lambda: secrets.token_hex(8))
+    allowed_modes: tuple[str, ...] = ()  # the user config's patch.allow_modes
 
     async def run(self) -> JobRecord:
         spec = await self._freeze()
         record = JobRecord(spec)
         owner = self.store.lock_path(spec.git_root).stem
-        with self.store.project_lock(spec.git_root, spec.job_id):
+        lock = self.store.project_lock(spec.git_root, spec.job_id)
+        with lock, self.store.settled_on_escape(record):  # never left "running" by a stop
             self.store.save(record)
             repo = Path(spec.git_root)
             await remove_leftovers(repo, owner)
@@ -122,14 +125,14 @@ class PatchJob:
 
     async def _produce(self, record: JobRecord, wt: Path) -> None:
         spec = record.spec
-        if spec.health == "include-local-changes":
-            report = await check_health(Path(spec.git_root), spec.limits)
-            if report.digest != spec.health_digest:
-                raise PatchError(
-                    "The working tree changed after the job was created.",
-                    code="PATCH_SNAPSHOT_RACED",
-                )
-            await seed_local_changes(Path(spec.git_root), wt, report, spec.limits)
+        report = await check_health(Path(spec.git_root), spec.limits)
+        if report.digest != spec.health_digest:
+            raise PatchError(
+                "The working tree changed after the job was created.",
+                code="PATCH_SNAPSHOT_RACED",
+            )
+        # Also when clean: a converting checkout (CRLF) holds other bytes than the commit.
+        await seed_local_changes(Path(spec.git_root), wt, report, spec.limits)
         baseline = await commit_baseline(wt)
         session = PatchSession(wt, spec.limits, self.checks, self._sandbox())
         result = await self._drive(spec, session)
@@ -150,9 +153,11 @@ class PatchJob:
             result.reply if changes.result else "PATCH_NO_CHANGES: the model changed nothing"
         )
         record.manifests = changes.manifests
+        record.made_executable = changes.made_executable
 
     async def _drive(self, spec: JobSpec, session: PatchSession) -> RunResult:
-        registry = patch_registry(session, with_checks=spec.mode != "trusted-auto")
+        known = await CarriedPaths.read(session.worktree)  # before the loop: tools stay quick
+        registry = patch_registry(session, known, with_checks=spec.mode != "trusted-auto")
         workspace = Workspace(session.worktree, sandbox=session.sandbox)
         deps = LoopDeps(
             self.model,
@@ -174,24 +179,17 @@ class PatchJob:
     async def _final_checks(
         self, spec: JobSpec, session: PatchSession, changes: Changeset, baseline: str
     ) -> list[dict[str, Any]]:
-        """Required checks in configured order, reusing results of this change version."""
+        """Required checks in configured order, reusing results of this change version; each
+        result names the final change it ran on, which apply's gate requires."""
         if not spec.check_ids:
             return []
+        final = changeset_digest(changes.result)
         results = []
         for cid in spec.check_ids:
-            result = session.fresh_check(cid)
-            if result is None:
+            if session.fresh_check(cid) is None:
                 self.bus.emit(Event("tool.started", spec.session_id, 0, {"name": f"check {cid}"}))
-                result = await run_check(
-                    cid,
-                    self.checks[cid],
-                    session.worktree,
-                    session.sandbox,
-                    version=session.version,
-                    timeout_s=spec.limits.check_timeout_s,
-                    cap=spec.limits.check_output_chars,
-                )
-            results.append(result.to_dict())
+            result = await run_session_check(session, cid)
+            results.append({**result.to_dict(), "changeset": final})
         again = await collect(session.worktree, baseline, spec.limits)
         if again.diff != changes.diff:
             raise invalid("a check changed files in the worktree")
@@ -204,7 +202,8 @@ class PatchJob:
         if spec.mode != "auto":
             return False
         checks_ok = all(c["ok"] for c in record.checks)
-        return checks_ok and not record.deletes and not record.manifests
+        held = record.deletes or record.manifests or record.made_executable
+        return checks_ok and not held
 
     def _sandbox(self) -> Any:
         if self.sandbox is not None:
@@ -217,7 +216,9 @@ class PatchJob:
 
 
 async def apply_job(record: JobRecord, store: JobStore) -> JobRecord:
-    """Apply a reviewed job under the project lock; the record is saved either way."""
+    """Apply a reviewed job under the project lock; the record is saved either way. Every
+    face applies through here, so the required checks gate the CLI, the web UI and auto."""
+    require_checks_passed(record)
     with store.project_lock(record.spec.git_root, record.spec.job_id):
         await apply_record(record)
         store.save(record)
@@ -232,6 +233,7 @@ async def revert_job(record: JobRecord, store: JobStore) -> JobRecord:
 
 
 def _check_request(job: PatchJob) -> None:
+    require_mode_allowed(job.mode, job.allowed_modes)
     limits = job.limits
     problems = []
     if not job.targets or len(job.targets) > limits.max_targets:

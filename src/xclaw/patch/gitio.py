@@ -1,8 +1,11 @@
 """Programs the patch face starts: fixed argv, no shell, always through a sandbox launcher.
 
-Git on the user's repository runs through the host launcher (like ``project.status``), the
-safe way of ``xclaw.gitsafe``: only read-only plumbing and ``git apply`` to the working tree
-are ever asked of it.
+Git runs through the host launcher (like ``project.status``), the safe way of
+``xclaw.gitsafe``, plus ``NEUTRAL_OPTIONS``: settings a repository's own ``.git/config`` could
+give that change bytes or the diff xclaw stores (eol conversion, context lines, renames,
+whitespace-tolerant apply). On the user's repository only read-only plumbing is ever asked
+of it; a job's own repositories (``worktree.private_repo``) also ignore the attributes that
+convert content.
 """
 
 from __future__ import annotations
@@ -23,6 +26,27 @@ from xclaw.sandbox.host import HostSandbox
 GIT_TIMEOUT_S = 60.0
 OUTPUT_CAP = 64 * 1024 * 1024  # git diffs of a job; check output is capped far lower
 GIT_ENV = dict(gitsafe.SAFE_ENV)  # kept for importers; ``git`` adds per-repository overrides
+# Pinned after gitsafe's options: the bytes git reads and writes are the file's own, and a
+# diff has git's default shape whatever a repository's .git/config says.
+NEUTRAL_OPTIONS: tuple[str, ...] = tuple(
+    arg
+    for setting in (
+        "core.autocrlf=false",
+        "core.eol=lf",
+        "core.safecrlf=false",
+        "core.ignoreStat=false",
+        "diff.context=3",
+        "diff.interHunkContext=0",
+        "diff.algorithm=myers",
+        "diff.renames=false",
+        "diff.suppressBlankEmpty=false",
+        "diff.ignoreSubmodules=none",
+        "status.renames=false",
+        "apply.ignoreWhitespace=no",
+        "apply.whitespace=nowarn",
+    )
+    for arg in ("-c", setting)
+)
 
 
 class PatchError(XclawError):
@@ -100,7 +124,7 @@ async def git(root: Path, *args: str, stdin: bytes | None = None) -> Completed:
     executable, host = git_executable(), HostSandbox()
     listing = gitsafe.config_listing()
     listed = await run_program(host, executable, listing.argv, root, env=listing.env)
-    call = gitsafe.invocation(args, listed.stdout if listed.ok else b"")
+    call = gitsafe.invocation((*NEUTRAL_OPTIONS, *args), listed.stdout if listed.ok else b"")
     return await run_program(host, executable, call.argv, root, env=call.env, stdin=stdin)
 
 

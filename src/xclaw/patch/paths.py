@@ -1,7 +1,9 @@
 """Which worktree paths the patch tools may read or change, decided from the text alone.
 
-Protected: git metadata, environment files, keys and credentials, lockfiles, dependency and
-build folders. A path that fails any rule is denied with one uniform code that never says why.
+Protected: git metadata (``.git``, and ``.gitmodules``, which would make folders submodules
+the change set cannot carry), environment files, keys and credentials, lockfiles, dependency
+and build folders. A path that fails any rule is denied with one uniform code that never says
+why.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ _LOCKFILES = frozenset(
 _PROTECTED_DIRS = frozenset(
     {".git", "node_modules", ".venv", "venv", "__pycache__", "dist", "build", ".ssh", ".gnupg"}
 )
+_GIT_METADATA = frozenset({".git", ".gitmodules"})
 _KEY_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".crt", ".der")
 _KEY_NAMES = re.compile(
     r"^(id_(rsa|dsa|ecdsa|ed25519)(\.pub)?|\.netrc|\.npmrc|\.pypirc|credentials)$"
@@ -77,7 +80,7 @@ def normalize_rel(raw: str, editable: Collection[str] = ()) -> str:
 def is_protected(rel: str, editable: Collection[str] = ()) -> bool:
     parts = rel.split("/")
     name = parts[-1].lower()
-    if any(p.lower() in _PROTECTED_DIRS for p in parts[:-1]) or name == ".git":
+    if any(p.lower() in _PROTECTED_DIRS for p in parts[:-1]) or name in _GIT_METADATA:
         return True
     if name in _LOCKFILES and name not in editable:
         return True

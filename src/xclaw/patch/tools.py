@@ -1,21 +1,35 @@
 """The six patch tools, bound to one job's session. Argument names follow seed 001 exactly.
 
 Read tools are ``read_only`` (the dispatcher runs them concurrently) and cached per change
-version. ``trusted-auto`` gets no ``run_check``.
+version; like ``list_files``, ``read_file`` never reads what the repository ignores. Any write
+moves the version, a check's too (its writes are put back, see ``checks``). The write tools
+are wrapped (``carried``): a path the changeset could not carry is refused before the body
+runs. ``trusted-auto`` gets no ``run_check``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import fnmatch
-from typing import Annotated
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from xclaw.core.errors import ToolError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Risk
+from xclaw.patch.changeset import (
+    CarriedPaths,
+    ignored_before_write,
+    refuse_hidden_writes,
+    refuse_uncarried_writes,
+)
+from xclaw.patch.checks import CheckResult
 from xclaw.patch.checks import run_check as run_trusted_check
+from xclaw.patch.diffparse import parse_patch
 from xclaw.patch.gitio import PatchError, git
 from xclaw.patch.paths import is_protected, is_text, normalize_rel, path_denied, regular_file
 from xclaw.patch.session import PatchSession
@@ -55,7 +69,7 @@ def _matches(rel: str, pattern: str | None) -> bool:
     )
 
 
-def read_tools(session: PatchSession) -> list[Tool]:
+def read_tools(session: PatchSession, known: CarriedPaths) -> list[Tool]:
     @tool("list_files", read_only=True)
     async def list_files(glob: Text, maxResults: Count) -> ToolResult:  # noqa: N803
         """List files of the project that may be read, matching a glob like src/**/*.py.
@@ -109,6 +123,9 @@ def read_tools(session: PatchSession) -> list[Tool]:
 
         async def compute() -> ToolResult:
             text = await asyncio.to_thread(read_text, session, path)
+            rel = normalize_rel(path, session.limits.editable_lockfiles)
+            if await known.ignored([rel]):
+                raise path_denied()  # as in list_files: a check's caches are not the project
             lines = text.splitlines(keepends=True)
             end = min(endLine or len(lines), startLine + READ_LINES - 1, len(lines))
             return ToolResult.success(
@@ -141,6 +158,27 @@ def _search(
     return hits
 
 
+async def run_session_check(session: PatchSession, check_id: str) -> CheckResult:
+    """The check's result on the current change version: reused when nothing was written
+    since it ran, else run now. A check that wrote files moves the version (every cache goes)."""
+    result = session.fresh_check(check_id)
+    if result is not None:
+        return result
+    result = await run_trusted_check(
+        check_id,
+        session.checks[check_id],
+        session.worktree,
+        session.sandbox,
+        version=session.version,
+        timeout_s=session.limits.check_timeout_s,
+        cap=session.limits.check_output_chars,
+    )
+    session.check_results[check_id] = result
+    if result.wrote:
+        session.changed()
+    return result
+
+
 def check_tool(session: PatchSession) -> Tool:
     @tool("run_check", risk=Risk.EXECUTE, read_only=False, timeout_s=3600.0)
     async def run_check(checkId: Annotated[str, Field(min_length=1, max_length=100)]) -> ToolResult:  # noqa: N803
@@ -149,41 +187,95 @@ def check_tool(session: PatchSession) -> Tool:
         Args:
             checkId: the id of a configured check.
         """
-        config = session.checks.get(checkId)
-        if config is None:
+        if checkId not in session.checks:
             raise ToolError(
                 f"There is no check {checkId!r}.",
                 code="PATCH_CHECK_UNKNOWN",
                 hint="Use one of: " + (", ".join(session.checks) or "(none configured)"),
                 retryable=True,
             )
-        result = session.fresh_check(checkId)
-        if result is None:
-            try:
-                result = await run_trusted_check(
-                    checkId,
-                    config,
-                    session.worktree,
-                    session.sandbox,
-                    version=session.version,
-                    timeout_s=session.limits.check_timeout_s,
-                    cap=session.limits.check_output_chars,
-                )
-            except PatchError as err:
-                raise ToolError(err.message, code=err.code, hint=err.hint) from None
-            session.check_results[checkId] = result
+        try:
+            result = await run_session_check(session, checkId)
+        except PatchError as err:
+            if err.code == "PATCH_STATE_LOST":
+                session.end_job(err.code, err.message)
+            raise ToolError(err.message, code=err.code, hint=err.hint) from None
         return ToolResult(
             ok=result.ok,
-            message=f"check {checkId} {result.status}",
+            message=_check_message(checkId, result),
             data=result.to_dict(),
-            error_code=None if result.ok else "PATCH_CHECK_FAILED",
+            error_code=_check_code(result),
         )
 
     return run_check
 
 
-def patch_registry(session: PatchSession, *, with_checks: bool) -> ToolRegistry:
-    tools = [*read_tools(session), replace_text_tool(session), apply_patch_tool(session)]
+def _check_message(check_id: str, result: CheckResult) -> str:
+    if not result.wrote:
+        return f"check {check_id} {result.status}"
+    wrote = ", ".join(result.wrote[:10])
+    return f"check {check_id} wrote files, which were put back (not your change): {wrote}"
+
+
+def _check_code(result: CheckResult) -> str | None:
+    if result.wrote:
+        return "PATCH_CHECK_WROTE_FILES"
+    return None if result.ok else "PATCH_CHECK_FAILED"
+
+
+def carried(
+    known: CarriedPaths,
+    session: PatchSession,
+    write: Tool,
+    paths_of: Callable[[dict[str, Any]], list[str]],
+) -> Tool:
+    """``write`` that first refuses paths the changeset could not carry, and after an edit of
+    a ``.gitignore`` fails when a file of the job became ignored."""
+    body = write.fn
+
+    async def guarded(**kwargs: Any) -> ToolResult:
+        paths = paths_of(kwargs)
+        await refuse_uncarried_writes(session, paths, known)
+        edits_ignores = any(p.rsplit("/", 1)[-1] == ".gitignore" for p in paths)
+        before = await ignored_before_write(session) if edits_ignores else set()
+        try:
+            out = body(**kwargs)
+            result = await out if inspect.isawaitable(out) else out
+        finally:
+            if edits_ignores:
+                known.ignore_rules_changed()
+        if edits_ignores:
+            await refuse_hidden_writes(session, before)
+        return result
+
+    return dataclasses.replace(write, fn=guarded)
+
+
+def _replaced_paths(args: dict[str, Any]) -> list[str]:
+    return [str(args["path"])]
+
+
+def _patched_paths(args: dict[str, Any]) -> list[str]:
+    """Every path the diff creates, changes or deletes (a copy's source is only read); none
+    when it does not parse (the tool rejects it itself)."""
+    try:
+        files = parse_patch(str(args["patch"]))
+    except ToolError:
+        return []
+    paths = [fp.new_path for fp in files if fp.new_path is not None]
+    paths += [fp.old_path for fp in files if fp.old_path and fp.kind in ("delete", "rename")]
+    return paths
+
+
+def patch_registry(
+    session: PatchSession, known: CarriedPaths, *, with_checks: bool
+) -> ToolRegistry:
+    """The job's tools; ``known`` is what its changeset can carry (``CarriedPaths.read``)."""
+    tools = [
+        *read_tools(session, known),
+        carried(known, session, replace_text_tool(session), _replaced_paths),
+        carried(known, session, apply_patch_tool(session), _patched_paths),
+    ]
     if with_checks:
         tools.append(check_tool(session))
     return ToolRegistry(tools)

@@ -1,12 +1,15 @@
 """The two write tools: ``replace_text`` (one unique exact fragment) and ``apply_patch``.
 
 A rejection that left the worktree's fingerprint unchanged is retryable (``PATCH_REJECTED``);
-a denied path, an oversized input or a fingerprint that moved ends the job.
+a denied path, an oversized input or a fingerprint that moved ends the job. Both keep a file's
+line ends: in a file whose lines all end in CRLF, text or hunks given with LF ends match and
+are written back with CRLF (``hunks.uniform_crlf``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from pathlib import Path
 
@@ -15,7 +18,7 @@ from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Risk
 from xclaw.patch.diffparse import FilePatch, parse_patch, rejected
 from xclaw.patch.gitio import git
-from xclaw.patch.hunks import FileChange, plan_change, write_all
+from xclaw.patch.hunks import plan_patch, uniform_crlf, write_all
 from xclaw.patch.paths import is_text, normalize_rel, path_denied, regular_file
 from xclaw.patch.session import PatchSession
 from xclaw.tools.atomic import atomic_write_bytes
@@ -54,6 +57,23 @@ async def _restore_or_end(session: PatchSession, before: str, reason: str) -> To
     )
 
 
+def replace_once(original: bytes, old: str, new: str, rel: str) -> bytes | str:
+    """``original`` with the one occurrence of ``old`` replaced by ``new``, or why not. In a
+    file whose lines all end in CRLF both texts match with LF ends and the result keeps CRLF,
+    since a model copies such text with either end."""
+    text = original.decode("utf-8")
+    crlf = uniform_crlf(original)
+    if crlf:
+        text, old, new = (t.replace("\r\n", "\n") for t in (text, old, new))
+    count = text.count(old)
+    if count != 1:
+        return f"oldText occurs {count} times in {rel}; it must occur exactly once"
+    if old == new:
+        return "oldText and newText differ only in their line ends"
+    updated = text.replace(old, new, 1)
+    return (updated.replace("\n", "\r\n") if crlf else updated).encode("utf-8")
+
+
 def replace_text_tool(session: PatchSession) -> Tool:
     @tool("replace_text", risk=Risk.WRITE, read_only=False)
     async def replace_text(path: str, oldText: str, newText: str) -> ToolResult:  # noqa: N803
@@ -72,17 +92,17 @@ def replace_text_tool(session: PatchSession) -> Tool:
         original = await asyncio.to_thread(target.read_bytes)
         if not is_text(original) or len(original) > session.limits.max_file_bytes:
             raise _terminal(session, path_denied())
-        text = original.decode("utf-8")
-        count = text.count(oldText)
-        if count != 1:
-            raise rejected(f"oldText occurs {count} times in {rel}; it must occur exactly once")
-        updated = text.replace(oldText, newText, 1).encode("utf-8")
+        updated = replace_once(original, oldText, newText, rel)
+        if isinstance(updated, str):
+            raise rejected(updated)
         _too_big(session, updated.decode("utf-8"))
         before = await session.fingerprint()
         if await asyncio.to_thread(target.read_bytes) != original:
             raise await _restore_or_end(session, before, f"{rel} changed since it was read")
         await asyncio.to_thread(atomic_write_bytes, target, updated)
-        check = await git(session.worktree, "diff", "--check", "--", rel)
+        # In a file with CRLF ends a CR before LF is a line end, not trailing whitespace.
+        rule = ("-c", "core.whitespace=cr-at-eol") if b"\r\n" in original else ()
+        check = await git(session.worktree, *rule, "diff", "--check", "--", rel)
         if not check.ok:
             await asyncio.to_thread(atomic_write_bytes, target, original)
             raise await _restore_or_end(session, before, "the new text has whitespace errors")
@@ -92,18 +112,31 @@ def replace_text_tool(session: PatchSession) -> Tool:
     return replace_text
 
 
-def _check_targets(session: PatchSession, files: list[FilePatch]) -> None:
-    """Every path must be allowed: an existing regular file, or a new one in real folders."""
-    for fp in files:
-        try:
-            rel = normalize_rel(fp.path, session.limits.editable_lockfiles)
-        except ToolError as err:
-            raise _terminal(session, err) from None
-        if fp.kind != "create":
-            _writable(session, rel)
-            continue
-        if os.path.lexists(session.worktree / rel) or _links_on_the_way(session.worktree, rel):
-            raise _terminal(session, path_denied())
+def _clean_paths(session: PatchSession, fp: FilePatch) -> FilePatch:
+    """The section with both paths normalized, or the uniform terminal denial."""
+    try:
+        editable = session.limits.editable_lockfiles
+        old = None if fp.old_path is None else normalize_rel(fp.old_path, editable)
+        new = None if fp.new_path is None else normalize_rel(fp.new_path, editable)
+    except ToolError as err:
+        raise _terminal(session, err) from None
+    return dataclasses.replace(fp, old_path=old, new_path=new)
+
+
+def _check_targets(session: PatchSession, files: list[FilePatch]) -> list[FilePatch]:
+    """Every path must be allowed: what a section reads an existing regular file, what it
+    creates (new, renamed or copied to) absent, or freed by the patch itself, in real folders."""
+    clean = [_clean_paths(session, fp) for fp in files]
+    freed = {fp.old_path for fp in clean if fp.kind in ("delete", "rename")}
+    for fp in clean:
+        if fp.old_path is not None:
+            _writable(session, fp.old_path)
+        if fp.kind in ("create", "rename", "copy"):
+            assert fp.new_path is not None
+            taken = os.path.lexists(session.worktree / fp.new_path) and fp.new_path not in freed
+            if taken or _links_on_the_way(session.worktree, fp.new_path):
+                raise _terminal(session, path_denied())
+    return clean
 
 
 def _links_on_the_way(root: Path, rel: str) -> bool:
@@ -117,13 +150,9 @@ def _links_on_the_way(root: Path, rel: str) -> bool:
 
 def _apply_all(session: PatchSession, files: list[FilePatch]) -> str:
     """Plan every file in memory, then write them all; or the first reason one cannot apply."""
-    changes: list[FileChange] = []
-    for fp in files:
-        rel = normalize_rel(fp.path, session.limits.editable_lockfiles)
-        change = plan_change(fp, rel, session.worktree / rel)
-        if isinstance(change, str):
-            return change
-        changes.append(change)
+    changes = plan_patch(session.worktree, files)
+    if isinstance(changes, str):
+        return changes
     write_all(session.worktree, changes)
     return ""
 
@@ -131,15 +160,15 @@ def _apply_all(session: PatchSession, files: list[FilePatch]) -> str:
 def apply_patch_tool(session: PatchSession) -> Tool:
     @tool("apply_patch", risk=Risk.WRITE, read_only=False)
     async def apply_patch(patch: str) -> ToolResult:
-        """Create, update or delete files with one raw canonical unified git diff (diff --git
-        a/P b/P, --- a/P, +++ b/P, @@ hunks). All of it applies or none of it does.
+        """Change files with one raw git diff, as `git diff` writes it: diff --git a/P b/P, then
+        --- a/P, +++ b/P and @@ hunks; new, deleted, renamed and copied files and mode changes
+        with git's own header lines. All of it applies or none of it does.
 
         Args:
             patch: the diff text itself: no code fences, no explanations.
         """
         _too_big(session, patch)
-        files = parse_patch(patch)
-        _check_targets(session, files)
+        files = _check_targets(session, parse_patch(patch))
         try:
             if len(patch) <= INLINE_PATCH_CHARS:  # a thread hand-off costs more than this work
                 refusal = _apply_all(session, files)
@@ -155,7 +184,7 @@ def apply_patch_tool(session: PatchSession) -> Tool:
         if refusal:  # nothing was written: the worktree is exactly as it was
             raise rejected(refusal)
         session.changed()
-        summary = ", ".join(f"{f.kind} {f.path}" for f in files)
+        summary = ", ".join(f.describe() for f in files)
         return ToolResult.success(f"Applied: {summary}.", files=[f.path for f in files])
 
     return apply_patch
