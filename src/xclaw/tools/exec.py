@@ -44,6 +44,7 @@ DRAIN_S = 2.0
 """After the program exits, how long leftover background processes may hold its pipes."""
 
 _SETTLE_S = 5.0
+_TEARDOWN_S = 1.0  # the kernel's kill of what is left in an ended sandbox
 _DENIED_ENV_PREFIXES = ("LD_", "DYLD_")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
@@ -336,6 +337,8 @@ async def _run_command(
         timed_out, strays = await _wait_done(proto, timeout_s)
         if timed_out or strays:
             await terminate_tree(tree)
+        elif launch.signals_as_exit_codes:
+            await _sandbox_gone(tree)
         await _settle(proto)
     except asyncio.CancelledError:
         await _shielded(_stop(tree, proto))
@@ -393,6 +396,18 @@ async def _wait_done(proto: _ExecProtocol, timeout_s: float) -> tuple[bool, bool
         return True, False
     _, pending = await asyncio.wait(proto.closed, timeout=DRAIN_S)
     return False, bool(pending)
+
+
+async def _sandbox_gone(tree: ProcessTree) -> None:
+    """The program's exit ends its sandbox's PID namespace and the kernel kills what is left
+    (a daemon that let go of the pipes) a moment later: wait for that, and stop what still
+    runs after it, so no process outlives the call."""
+    deadline = time.monotonic() + _TEARDOWN_S
+    while tree.collect():
+        if time.monotonic() > deadline:
+            await terminate_tree(tree)
+            return
+        await asyncio.sleep(0.01)
 
 
 async def _settle(proto: _ExecProtocol) -> None:
