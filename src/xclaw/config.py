@@ -45,9 +45,43 @@ class LimitsConfig(BaseModel):
     max_identical_calls: int = Field(5, ge=1)
     max_output_bytes: int = Field(50_000_000, ge=1)
     wall_time_s: float = Field(4 * 3600.0, gt=0)
+    stream_retries: int = Field(1, ge=0)  # a reply stream that drops after text began
 
     def to_limits(self) -> Limits:
         return Limits(**self.model_dump())
+
+
+ProtocolName = Literal["native", "xml", "auto"]
+ToolChoice = Literal["auto", "required", "none"]
+
+
+class SamplingSettings(BaseModel):
+    """Sampling settings sent with every request of a model, when set (unset: the server's
+    default). Presets carry them too; a config value wins field by field."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    seed: int | None = None
+    tool_choice: ToolChoice | None = None
+    max_tokens: int | None = Field(None, ge=1)  # per reply; bounds a small model that loops
+
+    def request_settings(self) -> dict[str, Any]:
+        """The set fields, as ``ModelRequest.settings`` carries them."""
+        fields = SamplingSettings.model_fields
+        return {k: getattr(self, k) for k in fields if getattr(self, k) is not None}
+
+
+class ModelSettings(SamplingSettings):
+    """``models:`` in xclaw.yaml, keyed by a pattern over ``provider:model`` (fnmatch, the
+    longest match wins field by field), e.g. ``"openai-compatible:*": {protocol: xml}``.
+
+    ``protocol``: how tool calls travel — ``native`` (the API's tool channel, with text-call
+    repair), ``xml`` (the XML text protocol over plain chat messages), ``auto`` (probe once,
+    remember the answer). A project file may set these: they change how a model is spoken
+    to, never what xclaw may do."""
+
+    protocol: ProtocolName | None = None
 
 
 SandboxMode = Literal["auto", "bwrap", "host", "full"]
@@ -294,6 +328,7 @@ class XclawConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     model: str | None = None
+    models: dict[str, ModelSettings] = Field(default_factory=dict)  # per-model settings
     # A project may make approvals stricter, never turn them off.
     approval: ApprovalMode | None = Field(None, json_schema_extra=project_may_set("ask", "deny"))
     limits: LimitsConfig = Field(default_factory=LimitsConfig)

@@ -23,3 +23,11 @@ def run_output_dir(session_id: str) -> Path:
     path = data_dir() / "runs" / session_id / "output"
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
+
+
+def cache_dir() -> Path:
+    """Re-creatable downloads (local model files): the XDG cache dir, never inside a project."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    path = Path(base) / "xclaw"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path

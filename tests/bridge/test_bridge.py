@@ -11,22 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 import stat
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
-from fastapi import FastAPI
+from bridge_support import TOKEN, serving
 from typer.testing import CliRunner
 
-from xclaw.bridge import create_app, load_or_create_token, needs_serial
-from xclaw.bridge.server import bind, is_loopback, make_server
+from xclaw.bridge import load_or_create_token, needs_serial
+from xclaw.bridge.server import is_loopback
 from xclaw.cli.app import app as cli_app
 from xclaw.cli.bridge_cmd import announce_token, parse_model_specs
 from xclaw.core.errors import ConfigError, ModelUnavailable
@@ -39,7 +35,6 @@ from xclaw.models.text.model import TextProtocolModel
 from xclaw.models.text.protocol import render_reply
 from xclaw.models.text.transport import ScriptedTransport
 
-TOKEN = "bridge-test-token-0123456789abcdef"
 WEATHER_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -52,51 +47,10 @@ WEATHER_TOOL: dict[str, Any] = {
         },
     },
 }
-# Made once: building a default SSL context costs ~0.1 s per client (plain-http loopback only).
-SSL_CONTEXT = ssl.create_default_context()
 QUESTION = [
     {"role": "system", "content": "Be brief."},
     {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
 ]
-
-
-@dataclass
-class Bridge:
-    url: str
-    client: openai.AsyncOpenAI
-    app: FastAPI
-
-    def http(self, token: str | None = TOKEN) -> httpx.AsyncClient:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=10, verify=SSL_CONTEXT)
-
-    def client_with(self, key: str) -> openai.AsyncOpenAI:
-        http = httpx.AsyncClient(verify=SSL_CONTEXT)
-        return openai.AsyncOpenAI(base_url=self.url, api_key=key, max_retries=0, http_client=http)
-
-
-@asynccontextmanager
-async def serving(models: dict[str, Model], *, queue: int = 8) -> AsyncIterator[Bridge]:
-    app = create_app(models, TOKEN, queue=queue)
-    sock = bind("127.0.0.1", 0)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    server = make_server(app, log_level="warning")
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        async with asyncio.timeout(5):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.005)
-        http = httpx.AsyncClient(verify=SSL_CONTEXT, timeout=10)
-        async with openai.AsyncOpenAI(
-            base_url=url, api_key=TOKEN, max_retries=0, http_client=http
-        ) as client:
-            yield Bridge(url, client, app)
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
 
 
 def weather(messages: Sequence[Message], request: ModelRequest) -> ModelTurn:
@@ -159,6 +113,7 @@ async def test_plain_completion_with_usage() -> None:
     scripted = ScriptedModel(
         [{"text": "Hello there.", "usage": {"input_tokens": 9, "output_tokens": 3}}]
     )
+    scripted.honoured_settings = frozenset({"temperature"})  # type: ignore[attr-defined]
     async with serving({"s": scripted}) as bridge:
         reply = await bridge.client.chat.completions.create(
             model="s", messages=[{"role": "user", "content": "Hi"}], temperature=0.2

@@ -17,6 +17,7 @@ PROTOCOL_MARKERS = (
     "<tool_result",
     "<system_reminder",
     "<tool_call",
+    "<xclaw_call",
 )
 
 

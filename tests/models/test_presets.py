@@ -17,6 +17,7 @@ from xclaw.models.openai_chat import OpenAIChatModel
 from xclaw.models.presets import Capabilities, get_preset, list_presets, load_dotenv, lookup_key
 from xclaw.models.resolve import resolve_chain, resolve_model
 from xclaw.models.scripted import ScriptedModel
+from xclaw.models.wrap import innermost
 
 CLASS_FOR_API = {
     "openai_chat": "OpenAIChatModel",
@@ -54,8 +55,9 @@ def fake_env() -> dict[str, str]:
 
 
 def only(model: Any) -> Any:
+    """The adapter of a chain of one, under its protocol wrappers (models.setup)."""
     assert isinstance(model, FallbackModel) and len(model.models) == 1
-    return model.models[0]
+    return innermost(model.models[0])
 
 
 def base_url_of(model: Any) -> str:

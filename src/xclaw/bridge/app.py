@@ -1,10 +1,13 @@
-"""The bridge's FastAPI app: ``GET /v1/models`` and ``POST /v1/chat/completions``.
+"""The bridge's FastAPI app: ``GET /v1/models``, ``POST /v1/chat/completions`` and
+``POST /v1/responses``.
 
 Every request needs ``Authorization: Bearer <token>`` (``TokenGuard``, checked before
 routing, so unknown paths answer 401 too). Errors answer in OpenAI's shape
-(``xclaw.bridge.errors``). A streamed answer waits for the model's first event before the
-response starts, so most failures still get a proper status code; later failures arrive as
-an ``error`` chunk, which OpenAI clients raise as ``APIError``.
+(``xclaw.bridge.errors``). Parameters are judged before the model is asked (``params``): a
+parameter that would be ignored is a 400 naming it. A streamed answer waits for the model's
+first event before the response starts, so most failures still get a proper status code;
+later failures arrive in the stream (an ``error`` chunk, which OpenAI clients raise as
+``APIError``, or ``response.failed``).
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from fastapi import FastAPI
@@ -24,9 +27,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from xclaw.bridge import responses
 from xclaw.bridge.convert import to_model_request
 from xclaw.bridge.errors import BridgeError, error_body, from_exception
-from xclaw.bridge.reply import Completion, TurnSummary, sse
+from xclaw.bridge.params import model_settings, refuse_unsupported
+from xclaw.bridge.reply import ChatStream, Completion, TokenCount, TurnSummary
+from xclaw.bridge.responses_reply import ResponseHead, ResponseStream, whole_response
 from xclaw.bridge.schema import ChatCompletionRequest
 from xclaw.bridge.served import ServedModel
 from xclaw.core.model import Model, ModelEvent, ModelRequest
@@ -99,21 +105,36 @@ def create_app(models: Mapping[str, Model], token: str, *, queue: int = 8) -> Fa
     @app.post("/v1/chat/completions")
     async def chat_completions(body: ChatCompletionRequest, http: Request) -> Response:
         entry = _lookup(served, body.model)
-        request = to_model_request(body)
+        refuse_unsupported(body.model_extra)
+        if body.stream_options is not None:
+            refuse_unsupported(body.stream_options.model_extra, "stream_options.")
+        request = to_model_request(body, model_settings(body.settings(), entry.honoured, entry.id))
         completion = Completion.start(entry.id)
         if body.stream:
             include_usage = body.stream_options is not None and body.stream_options.include_usage
-            return await _stream(entry, request, completion, include_usage, http)
-        summary = TurnSummary()
-        try:
-            async with entry.turn(request) as events:
-                if await http.is_disconnected():
-                    return Response(status_code=_CLIENT_GONE)
-                async for event in events:
-                    summary.add(event)
-        except Exception as err:
-            raise from_exception(err) from None
-        return JSONResponse(completion.whole(summary))
+            chunks = ChatStream(completion, include_usage)
+            return await _stream(entry, request, body.stops(), chunks, http)
+        summary = await _whole(entry, request, body.stops(), http)
+        if summary is None:
+            return Response(status_code=_CLIENT_GONE)
+        return JSONResponse(completion.whole(summary, entry.tokens(summary, request)))
+
+    @app.post("/v1/responses")
+    async def create_response(body: responses.ResponsesRequest, http: Request) -> Response:
+        entry = _lookup(served, body.model)
+        refuse_unsupported(body.model_extra)
+        for prefix, extra in body.nested_parameters():
+            refuse_unsupported(extra, prefix)
+        asked = body.settings()
+        settings = model_settings(asked, entry.honoured, entry.id, responses.WIRE_NAMES)
+        request = responses.to_model_request(body, settings)
+        head = ResponseHead.start(entry.id, body)
+        if body.stream:
+            return await _stream(entry, request, (), ResponseStream(head), http)
+        summary = await _whole(entry, request, (), http)
+        if summary is None:
+            return Response(status_code=_CLIENT_GONE)
+        return JSONResponse(whole_response(head, summary, entry.tokens(summary, request)))
 
     return app
 
@@ -139,17 +160,45 @@ def _model_card(model_id: str, created: int) -> dict[str, Any]:
 _CLIENT_GONE = 499
 
 
+class StreamShape(Protocol):
+    """How one API format writes a streamed answer (``ChatStream``, ``ResponseStream``)."""
+
+    def opening(self) -> Iterator[str]: ...
+
+    def on(self, event: ModelEvent) -> Iterator[str]: ...
+
+    def closing(self, turn: TurnSummary, tokens: TokenCount) -> Iterator[str]: ...
+
+    def failed(self, err: BridgeError) -> Iterator[str]: ...
+
+
+async def _whole(
+    entry: ServedModel, request: ModelRequest, stop: Sequence[str], http: Request
+) -> TurnSummary | None:
+    """The whole answer; None when the client left while the request waited its turn."""
+    summary = TurnSummary()
+    try:
+        async with entry.turn(request, stop) as events:
+            if await http.is_disconnected():
+                return None
+            async for event in events:
+                summary.add(event)
+    except Exception as err:
+        raise from_exception(err) from None
+    return summary
+
+
 async def _stream(
     entry: ServedModel,
     request: ModelRequest,
-    completion: Completion,
-    include_usage: bool,
+    stop: Sequence[str],
+    shape: StreamShape,
     http: Request,
 ) -> Response:
     """Wait for a turn and the first event, then stream; the turn ends with the response."""
     stack = AsyncExitStack()
     try:
-        events = await stack.enter_async_context(entry.turn(request))
+        events = await stack.enter_async_context(entry.turn(request, stop))
         if await http.is_disconnected():
             await stack.aclose()
             return Response(status_code=_CLIENT_GONE)
@@ -160,7 +209,7 @@ async def _stream(
     except BaseException:
         await stack.aclose()
         raise
-    body = _sse_body(first, events, completion, include_usage)
+    body = _sse_body(first, events, shape, lambda turn: entry.tokens(turn, request))
     return _ClosingStream(body, stack, media_type="text/event-stream", headers=_SSE_HEADERS)
 
 
@@ -170,27 +219,25 @@ _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 async def _sse_body(
     first: ModelEvent | None,
     events: AsyncIterator[ModelEvent],
-    completion: Completion,
-    include_usage: bool,
+    shape: StreamShape,
+    tokens: Callable[[TurnSummary], TokenCount],
 ) -> AsyncIterator[str]:
     summary = TurnSummary()
-    yield sse(completion.chunk({"role": "assistant", "content": ""}))
+    for line in shape.opening():
+        yield line
     event = first
     try:
         while event is not None:
-            delta = completion.delta(event, len(summary.calls))
             summary.add(event)
-            if delta is not None:
-                yield sse(completion.chunk(delta))
+            for line in shape.on(event):
+                yield line
             event = await anext(events, None)
     except Exception as err:
-        yield sse(from_exception(err).body())
+        for line in shape.failed(from_exception(err)):
+            yield line
         return
-    yield sse(completion.chunk({}, summary.finish_reason))
-    usage = summary.usage()
-    if include_usage and usage is not None:
-        yield sse(completion.usage_chunk(usage))
-    yield "data: [DONE]\n\n"
+    for line in shape.closing(summary, tokens(summary)):
+        yield line
 
 
 class _ClosingStream(StreamingResponse):
@@ -236,7 +283,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def http_error(_: Request, err: Exception) -> Response:
         assert isinstance(err, HTTPException)
         code = "BRIDGE_ROUTE_UNKNOWN" if err.status_code in (404, 405) else "BRIDGE_HTTP_ERROR"
-        message = f"{err.detail}. The bridge serves GET /v1/models and POST /v1/chat/completions."
+        message = (
+            f"{err.detail}. The bridge serves GET /v1/models, POST /v1/chat/completions and "
+            "POST /v1/responses."
+        )
         return JSONResponse(
             error_body(message, "invalid_request_error", code),
             status_code=err.status_code,
@@ -248,15 +298,33 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(HTTPException, http_error)
 
 
+# Where a value may take one of several shapes, pydantic reports each shape it tried, labelled
+# with the type; a scalar shape the client plainly did not send only adds noise.
+_SCALAR_SHAPES = frozenset({"str", "int", "float", "bool", "none"})
+
+
 def _describe_errors(err: RequestValidationError) -> str:
     """Where and what, never the offending values (they may hold secrets)."""
+    found = err.errors()
+    located = [(_where(item.get("loc", ())), item) for item in found]
+    deep = [pair for pair in located if pair[0][-1:] != ["*"]] or located
     problems = []
-    for item in err.errors()[:5]:
+    for loc, item in deep[:5]:
         if item.get("type") == "json_invalid":
             problems.append("the body is not valid JSON")
             continue
-        loc = [str(p) for p in item.get("loc", ()) if p != "body"]
         problems.append(f"{'.'.join(loc) or 'body'}: {item.get('msg', 'invalid')}")
-    more = len(err.errors()) - len(problems)
+    more = len(deep) - len(problems)
     tail = f" (and {more} more)" if more > 0 else ""
     return "The request is not valid: " + "; ".join(problems) + tail + "."
+
+
+def _where(loc: Sequence[Any]) -> list[str]:
+    """A field path without pydantic's shape labels; ``*`` marks a scalar shape tried."""
+    path: list[str] = []
+    for part in loc:
+        text = str(part)
+        if text == "body" or "[" in text:
+            continue
+        path.append("*" if text in _SCALAR_SHAPES else text)
+    return path

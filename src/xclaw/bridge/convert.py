@@ -15,7 +15,7 @@ Content may be a string or a list of ``text`` parts; any other part is refused (
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, assert_never
 
 from xclaw.bridge.errors import BridgeError
@@ -33,27 +33,34 @@ from xclaw.core.messages import Message, Part, TextPart, ToolCallPart, ToolResul
 from xclaw.core.model import ModelRequest
 from xclaw.core.tooling import Risk, ToolSpec
 
-__all__ = ["to_messages", "to_model_request", "to_tool_specs"]
+__all__ = ["function_specs", "parse_arguments", "to_messages", "to_model_request", "to_tool_specs"]
 
 
-def to_model_request(body: ChatCompletionRequest) -> ModelRequest:
+def to_model_request(body: ChatCompletionRequest, settings: dict[str, Any]) -> ModelRequest:
+    """``settings``: what the served model keeps of the client's (``params.model_settings``)."""
     tools = to_tool_specs(body.tools or []) if body.tool_choice != "none" else []
-    return ModelRequest(to_messages(body.messages), tools, body.settings())
+    return ModelRequest(to_messages(body.messages), tools, settings)
 
 
 def to_tool_specs(tools: Sequence[WireTool]) -> list[ToolSpec]:
+    return function_specs(
+        (t.function.name, t.function.description, t.function.parameters) for t in tools
+    )
+
+
+def function_specs(functions: Iterable[tuple[str, str, dict[str, Any]]]) -> list[ToolSpec]:
+    """(name, description, JSON schema) of each client function, as ``ToolSpec``s."""
     specs: dict[str, ToolSpec] = {}
-    for tool in tools:
-        fn = tool.function
-        if fn.name in specs:
-            raise _invalid(f"Tool {fn.name!r} is defined twice.", "Give each tool its own name.")
-        parameters = fn.parameters or {"type": "object", "properties": {}}
+    for name, description, schema in functions:
+        if name in specs:
+            raise _invalid(f"Tool {name!r} is defined twice.", "Give each tool its own name.")
+        parameters = schema or {"type": "object", "properties": {}}
         if parameters.get("type", "object") != "object":
             raise _invalid(
-                f"Tool {fn.name!r} has parameters of type {parameters.get('type')!r}.",
+                f"Tool {name!r} has parameters of type {parameters.get('type')!r}.",
                 "Function parameters must be a JSON schema of type object.",
             )
-        specs[fn.name] = ToolSpec(fn.name, fn.description, parameters, False, Risk.EXTERNAL)
+        specs[name] = ToolSpec(name, description, parameters, False, Risk.EXTERNAL)
     return list(specs.values())
 
 
@@ -88,7 +95,9 @@ def _assistant(item: AssistantMessage, where: str) -> Message:
     if text:
         parts.append(TextPart(text))
     for i, call in enumerate(item.tool_calls or []):
-        arguments = _arguments(call.function.arguments, f"{where}.tool_calls[{i}]")
+        arguments = parse_arguments(
+            call.function.arguments, f"{where}.tool_calls[{i}].function.arguments"
+        )
         parts.append(ToolCallPart(call.id, call.function.name, arguments))
     return Message("assistant", tuple(parts))
 
@@ -105,7 +114,8 @@ def _tool_result(item: ToolMessage, names: dict[str, str], where: str) -> ToolRe
     return ToolResultPart(item.tool_call_id, name, ToolResult(ok=True, message=text))
 
 
-def _arguments(raw: str, where: str) -> dict[str, Any]:
+def parse_arguments(raw: str, where: str) -> dict[str, Any]:
+    """A call's JSON arguments string as a mapping; ``where`` names the field in errors."""
     if not raw.strip():
         return {}
     try:
@@ -114,7 +124,7 @@ def _arguments(raw: str, where: str) -> dict[str, Any]:
         value = None
     if not isinstance(value, dict):
         raise _invalid(
-            f"{where}.function.arguments is not a JSON object.",
+            f"{where} is not a JSON object.",
             'Send the arguments as a JSON object in a string, e.g. "{\\"path\\": \\"a.txt\\"}".',
         )
     return value

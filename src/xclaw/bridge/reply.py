@@ -3,9 +3,11 @@
 
 Text becomes ``content``; each tool call becomes an entry of ``tool_calls`` with its arguments
 as a JSON string (in a stream: one delta per call carrying index, id, name and all arguments).
-``usage`` appears when the model reported both token counts (in a stream, as a final chunk
-with no choices, and only when the client asked with ``stream_options.include_usage``).
-Reasoning events are not part of OpenAI's chat format and are left out.
+``usage`` is always in a whole answer, and in a stream it is a final chunk with no choices
+when the client asked with ``stream_options.include_usage``. Counts are the model's own when
+it reported them; otherwise (a web page reports none) they are estimated offline from the
+request and the answer (``xclaw.context.tokens``). Reasoning events are not part of OpenAI's
+chat format and are left out.
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
+from xclaw.bridge.errors import BridgeError
+from xclaw.context.tokens import count_messages, counter_for_model
 from xclaw.core.messages import Message, Part, TextPart, ToolCallPart
 from xclaw.core.model import (
     Finish,
     ModelEvent,
+    ModelRequest,
     ReasoningDelta,
     ReasoningEvent,
     TextDelta,
@@ -27,7 +33,15 @@ from xclaw.core.model import (
     Usage,
 )
 
-__all__ = ["Completion", "TurnSummary", "sse"]
+__all__ = [
+    "ChatStream",
+    "Completion",
+    "TokenCount",
+    "TurnSummary",
+    "sse",
+    "token_count",
+    "wire_arguments",
+]
 
 _FINISH_REASONS = {
     "stop": "stop",
@@ -70,15 +84,6 @@ class TurnSummary:
             return "tool_calls"
         return _FINISH_REASONS.get(self.stop, "stop")
 
-    def usage(self) -> dict[str, int] | None:
-        if self.input_tokens is None or self.output_tokens is None:
-            return None
-        return {
-            "prompt_tokens": self.input_tokens,
-            "completion_tokens": self.output_tokens,
-            "total_tokens": self.input_tokens + self.output_tokens,
-        }
-
     def message(self) -> Message:
         """The answer as the xclaw assistant message a client will send back."""
         text = "".join(self.text)
@@ -90,12 +95,43 @@ def _latest(new: int | None, old: int | None) -> int | None:
     return new if new is not None else old
 
 
+@dataclass(frozen=True, slots=True)
+class TokenCount:
+    input: int
+    output: int
+
+    def chat(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.input,
+            "completion_tokens": self.output,
+            "total_tokens": self.input + self.output,
+        }
+
+
+def token_count(turn: TurnSummary, request: ModelRequest, model_name: str) -> TokenCount:
+    """The model's own counts, or an offline estimate of what it did not report."""
+    if turn.input_tokens is not None and turn.output_tokens is not None:
+        return TokenCount(turn.input_tokens, turn.output_tokens)
+    counter = counter_for_model(model_name)
+    prompt = turn.input_tokens
+    if prompt is None:
+        prompt = count_messages(counter, request.messages)
+    answer = turn.output_tokens
+    if answer is None:
+        answer = counter.count_message(turn.message())
+    return TokenCount(prompt, answer)
+
+
+def wire_arguments(call: ToolCallPart) -> str:
+    """A call's arguments as OpenAI's formats carry them: a JSON object in a string."""
+    return json.dumps(call.arguments, ensure_ascii=False, default=str)
+
+
 def wire_tool_call(call: ToolCallPart) -> dict[str, Any]:
-    arguments = json.dumps(call.arguments, ensure_ascii=False, default=str)
     return {
         "id": call.call_id,
         "type": "function",
-        "function": {"name": call.name, "arguments": arguments},
+        "function": {"name": call.name, "arguments": wire_arguments(call)},
     }
 
 
@@ -111,7 +147,7 @@ class Completion:
     def start(cls, model: str) -> Completion:
         return cls(f"chatcmpl-{secrets.token_hex(12)}", model, int(time.time()))
 
-    def whole(self, turn: TurnSummary) -> dict[str, Any]:
+    def whole(self, turn: TurnSummary, tokens: TokenCount) -> dict[str, Any]:
         message: dict[str, Any] = {
             "role": "assistant",
             "content": "".join(turn.text) or None,
@@ -128,9 +164,7 @@ class Completion:
                 "finish_reason": turn.finish_reason,
             }
         ]
-        usage = turn.usage()
-        if usage is not None:
-            out["usage"] = usage
+        out["usage"] = tokens.chat()
         return out
 
     def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -140,10 +174,10 @@ class Completion:
         ]
         return out
 
-    def usage_chunk(self, usage: dict[str, int]) -> dict[str, Any]:
+    def usage_chunk(self, tokens: TokenCount) -> dict[str, Any]:
         out = self._head("chat.completion.chunk")
         out["choices"] = []
-        out["usage"] = usage
+        out["usage"] = tokens.chat()
         return out
 
     def delta(self, event: ModelEvent, calls_before: int) -> dict[str, Any] | None:
@@ -163,6 +197,35 @@ class Completion:
             "model": self.model,
             "system_fingerprint": None,
         }
+
+
+@dataclass(slots=True)
+class ChatStream:
+    """The chunks of one streamed answer: a role chunk, the deltas, a finish chunk, the
+    usage chunk if asked for, ``[DONE]``; a failure after the start is an ``error`` chunk."""
+
+    completion: Completion
+    include_usage: bool
+    calls: int = 0  # tool calls streamed so far: the next one's index
+
+    def opening(self) -> Iterator[str]:
+        yield sse(self.completion.chunk({"role": "assistant", "content": ""}))
+
+    def on(self, event: ModelEvent) -> Iterator[str]:
+        delta = self.completion.delta(event, self.calls)
+        if isinstance(event, ToolCallEvent):
+            self.calls += 1
+        if delta is not None:
+            yield sse(self.completion.chunk(delta))
+
+    def closing(self, turn: TurnSummary, tokens: TokenCount) -> Iterator[str]:
+        yield sse(self.completion.chunk({}, turn.finish_reason))
+        if self.include_usage:
+            yield sse(self.completion.usage_chunk(tokens))
+        yield "data: [DONE]\n\n"
+
+    def failed(self, err: BridgeError) -> Iterator[str]:
+        yield sse(err.body())
 
 
 def sse(payload: dict[str, Any]) -> str:

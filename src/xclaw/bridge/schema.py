@@ -1,9 +1,10 @@
 """What a client may send to ``POST /v1/chat/completions``, as pydantic models.
 
-Only the parts of OpenAI's request the bridge can honour are typed; unknown fields are
-ignored (clients send many), while fields whose meaning it cannot keep (``n > 1``, a forced
-``tool_choice``, a JSON ``response_format``) fail validation with a 400 instead of being
-silently dropped.
+Only the parts of OpenAI's request the bridge can honour are typed, and values it cannot keep
+(``n > 1``, a forced ``tool_choice``, a JSON ``response_format``) fail validation with a 400.
+Any other top-level parameter lands in ``model_extra`` and ``xclaw.bridge.params`` decides:
+accepted when it changes nothing, refused with a 400 naming it otherwise. Inside messages and
+tools, unknown fields are ignored (clients echo whole objects back).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from xclaw.bridge.stops import MAX_STOPS
 from xclaw.models.openai_chat import PASSED_SETTINGS  # the settings a model accepts
 
 __all__ = [
@@ -89,7 +91,13 @@ class WireTool(_Wire):
     function: FunctionDefinition
 
 
-class StreamOptions(_Wire):
+class _Parameters(BaseModel):
+    """A request's top level: unknown parameters are kept for ``params`` to judge."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class StreamOptions(_Parameters):
     include_usage: bool = False
 
 
@@ -97,7 +105,10 @@ class ResponseFormat(_Wire):
     type: Literal["text"]
 
 
-class ChatCompletionRequest(_Wire):
+Stop = Annotated[str, Field(min_length=1)]
+
+
+class ChatCompletionRequest(_Parameters):
     model: str = Field(min_length=1)
     messages: list[ChatMessage] = Field(min_length=1)
     tools: list[WireTool] | None = None
@@ -113,8 +124,12 @@ class ChatCompletionRequest(_Wire):
     seed: int | None = None
     parallel_tool_calls: bool | None = None
     reasoning_effort: str | None = None
+    stop: Stop | Annotated[list[Stop], Field(max_length=MAX_STOPS)] | None = None
 
     def settings(self) -> dict[str, Any]:
         """The generation settings the client set, for ``ModelRequest.settings``."""
         values = {key: getattr(self, key) for key in PASSED_SETTINGS}
         return {key: value for key, value in values.items() if value is not None}
+
+    def stops(self) -> list[str]:
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop or [])

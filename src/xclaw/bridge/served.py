@@ -1,40 +1,42 @@
 """One model as the bridge serves it: its queue, protocol resends and conversation tracking.
 
 **Serialisation.** A browser drives one chat at a time, so a model that is browser-backed (a
-``TextProtocolModel`` whose transport says ``browser_backed = True``), or that asks for it
-with ``serialize = True``, answers one request at a time: the others wait in a FIFO queue of
-bounded length (``SerialGate``), and a request that finds it full is refused with 429 and a
-``Retry-After`` estimated from recent answer times. Other models answer concurrently.
+``TextProtocolModel`` whose transport says ``browser_backed = True``), that holds a chat
+(``chats.ChatHolder``), or that asks for it with ``serialize = True``, answers one request at
+a time: the others wait in a FIFO queue of bounded length (``SerialGate``), and a request
+that finds it full is refused with 429 and a ``Retry-After`` estimated from recent answer
+times. Other models answer concurrently.
 
 **Protocol resends.** A reply that breaks the tool protocol (``ProtocolViolation``, mostly
 from text-protocol models) is answered with the protocol's feedback and asked again, as the
 agent loop does, up to ``MAX_RESENDS`` times, and only while nothing has reached the client.
 
-**Conversations.** Each HTTP request carries the whole conversation, but a text-protocol
-model holds one chat. When a request continues exactly the conversation the model answered
-last, only the new input is sent; otherwise the model is told to open afresh
-(``TextProtocolModel.opened = False``), and its opening message restates the protocol and
-summarises the steps so far.
+**Conversations.** Each HTTP request carries the whole conversation, but a chat-holding model
+keeps one chat per conversation on its side; ``chats.ChatBook`` puts the right one in front
+before each answer (a continuation goes on in its chat, anything else gets a new chat).
+
+**Stop sequences** are applied here, to every model (``stops.StopCut``), so the conversation
+remembered is the answer as the client received it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import math
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
+from xclaw.bridge.chats import ChatBook, chat_holders
 from xclaw.bridge.errors import BridgeError
-from xclaw.bridge.reply import TurnSummary
+from xclaw.bridge.params import honoured_settings
+from xclaw.bridge.reply import TokenCount, TurnSummary, token_count
+from xclaw.bridge.stops import StopCut
 from xclaw.core.errors import ProtocolViolation
 from xclaw.core.limits import Limits
 from xclaw.core.messages import Message, TextPart
 from xclaw.core.model import Model, ModelEvent, ModelRequest
-from xclaw.models.text.model import TextProtocolModel
 
 __all__ = ["MAX_RESENDS", "SerialGate", "ServedModel", "needs_serial"]
 
@@ -96,51 +98,67 @@ class SerialGate:
 
 
 class ServedModel:
-    """A model under its public id, with its gate (if serialised) and conversation memory."""
+    """A model under its public id: its gate (if serialised), the settings it honours, and
+    which chat holds which conversation (for chat-holding models)."""
 
     def __init__(self, model_id: str, model: Model, *, queue: int) -> None:
         self.id = model_id
         self.model = model
-        self.gate = SerialGate(model_id, queue) if needs_serial(model) else None
-        self._expected: str | None = None  # fingerprint of the conversation the chat holds
+        holders = chat_holders(model)
+        self.chats = ChatBook(holders) if holders else None
+        # One chat at a time: a chat-holding model is serialised even off a browser.
+        serial = needs_serial(model) or self.chats is not None
+        self.gate = SerialGate(model_id, queue) if serial else None
+
+    @property
+    def honoured(self) -> frozenset[str]:
+        """The settings it keeps, asked each time: a wrapper may settle its path late (a
+        protocol probe on the first request)."""
+        return honoured_settings(self.model)
 
     @asynccontextmanager
-    async def turn(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelEvent]]:
-        """Wait for a turn (serialised models), then yield the answer's events."""
+    async def turn(
+        self, request: ModelRequest, stop: Sequence[str] = ()
+    ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+        """Wait for a turn (serialised models), then yield the answer's events, cut at the
+        first of ``stop``."""
         if self.gate is None:
-            async with self._events_of(request) as events:
+            async with self._events_of(request, stop) as events:
                 yield events
             return
-        async with self.gate.slot(), self._events_of(request) as events:
+        async with self.gate.slot(), self._events_of(request, stop) as events:
             yield events
 
+    def tokens(self, turn: TurnSummary, request: ModelRequest) -> TokenCount:
+        return token_count(turn, request, self.model.name)
+
     @asynccontextmanager
-    async def _events_of(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelEvent]]:
-        events = self._answer(request)
+    async def _events_of(
+        self, request: ModelRequest, stop: Sequence[str]
+    ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+        events = self._answer(request, StopCut(stop))
         try:
             yield events
         finally:
             await _close(events)
 
-    async def _answer(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        self._open_or_continue(request.messages)
+    async def _answer(self, request: ModelRequest, cut: StopCut) -> AsyncIterator[ModelEvent]:
+        if self.chats is not None:
+            await self.chats.prepare(request)
         summary = TurnSummary()
         completed = False
         try:
             async for event in _with_resends(self.model, request):
-                summary.add(event)
-                yield event
+                for kept in cut.feed(event):
+                    summary.add(kept)
+                    yield kept
+            for kept in cut.flush():
+                summary.add(kept)
+                yield kept
             completed = True
         finally:
-            conversation = [*request.messages, summary.message()]
-            self._expected = fingerprint(conversation) if completed else ""
-
-    def _open_or_continue(self, messages: Sequence[Message]) -> None:
-        if not isinstance(self.model, TextProtocolModel) or self._expected is None:
-            return  # not a chat-holding model, or its first request: leave it as built
-        last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
-        if fingerprint(messages[: last + 1]) != self._expected:
-            self.model.opened = False
+            if self.chats is not None:  # the client sends back what it got: the cut answer
+                self.chats.answered(request, summary.message() if completed else None)
 
 
 async def _with_resends(model: Model, request: ModelRequest) -> AsyncIterator[ModelEvent]:
@@ -168,18 +186,3 @@ async def _close(stream: AsyncIterator[ModelEvent]) -> None:
     close = getattr(stream, "aclose", None)
     if close is not None:
         await close()
-
-
-def fingerprint(messages: Sequence[Message]) -> str:
-    """What identifies a conversation as a client sends it back (text, calls, results)."""
-    shape = [
-        [
-            m.role,
-            m.text,
-            [[c.call_id, c.name, c.arguments] for c in m.tool_calls],
-            [[r.call_id, r.result.message] for r in m.tool_results],
-        ]
-        for m in messages
-    ]
-    encoded = json.dumps(shape, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()

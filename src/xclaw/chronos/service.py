@@ -65,6 +65,7 @@ class ServiceOptions:
     stdout: TextIO | None = None
     sandbox: Any = None
     notify_sleep: Callable[[float], Any] | None = None
+    protocol: str | None = None  # --protocol for every run's model (models.setup)
 
 
 def build_jobs(cfg: ChronosConfig, root: Path) -> list[Job]:
@@ -162,7 +163,11 @@ class ChronosService:
         if opts.notify_sleep is not None:
             self.notifier.sleep = opts.notify_sleep
         self.runner = AgentRunner(
-            store, self.notifier, opts.model_for or _model_factory(config), self.bus, opts.sandbox
+            store,
+            self.notifier,
+            opts.model_for or _model_factory(config, opts.protocol),
+            self.bus,
+            opts.sandbox,
         )
         self.engine = ChronosEngine(
             self.jobs, chronos_store, self.runner, clock=self.clock, bus=self.bus
@@ -251,7 +256,7 @@ class ChronosService:
         return session_id
 
 
-def _model_factory(config: XclawConfig) -> ModelFactory:
+def _model_factory(config: XclawConfig, protocol: str | None = None) -> ModelFactory:
     from xclaw.models.resolve import MODEL_HELP, resolve_model
 
     def make(spec: str | None, directory: Path) -> Model:
@@ -260,6 +265,8 @@ def _model_factory(config: XclawConfig) -> ModelFactory:
             raise ConfigError(
                 "No model is configured.", code="MODEL_NOT_CONFIGURED", hint=MODEL_HELP
             )
-        return resolve_model(chosen, project=directory)
+        return resolve_model(
+            chosen, project=directory, protocol=protocol, model_settings=config.models
+        )
 
     return make

@@ -23,7 +23,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from xclaw.cli.common import console, fail, install_interrupt, make_approver, sandbox_factory
+from xclaw.cli.common import (
+    ProtocolOption,
+    console,
+    fail,
+    install_interrupt,
+    make_approver,
+    sandbox_factory,
+)
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.core.events import EventBus
 from xclaw.core.state import RunControl, RunResult
@@ -73,6 +80,7 @@ def _orchestrator(
     concurrency: int | None = None,
     budget: dict[str, Any] | None = None,
     team: str | None = None,
+    protocol: str | None = None,
 ) -> tuple[Orchestrator, Any]:
     from xclaw.agents.config import BudgetConfig, load_agents_config
     from xclaw.agents.registry import build_registry
@@ -86,7 +94,8 @@ def _orchestrator(
     cfg = load_config(directory)
     agents_cfg = load_agents_config(directory)
     chosen = spec or cfg.model
-    model = resolve_model(chosen, project=directory)
+    # --protocol is the orchestrator's; workers' models follow `models:` in xclaw.yaml.
+    model = resolve_model(chosen, project=directory, protocol=protocol, model_settings=cfg.models)
     mode = _effective_approval(approval, cfg.approval)
     if settings_meta is not None:  # a resume: the team as it was saved
         settings = TeamSettings.from_meta(settings_meta)
@@ -187,6 +196,7 @@ def run(
     team: Annotated[str | None, typer.Option("--team", help="Only this team's workers.")] = None,
     channel: Annotated[str | None, typer.Option("--channel", help="For routing rules.")] = None,
     peer: Annotated[str | None, typer.Option("--peer", help="For routing rules.")] = None,
+    protocol: ProtocolOption = None,
 ) -> None:
     """Run the orchestrator on a task: it delegates to workers (a durable session tree)."""
     try:
@@ -205,6 +215,7 @@ def run(
                 "max_seconds": budget_seconds,
             },
             team=team,
+            protocol=protocol,
         )
         routed = team is None and bool(
             agents_cfg.routes or agents_cfg.intent_router or channel or peer

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from xclaw.cli.common import console, err_console, fail
+from xclaw.cli.common import ProtocolOption, console, err_console, fail
+from xclaw.cli.run_cmd import BrowserOption, HeadlessOption
+from xclaw.cli.web import browser_flags
 from xclaw.core.errors import ConfigError, XclawError
 
 if TYPE_CHECKING:
@@ -91,10 +93,15 @@ def _configured_model(spec: str | None) -> list[str]:
     return [spec]
 
 
-def _resolve_all(specs: dict[str, str], base_url: str | None) -> dict[str, Model]:
+def _resolve_all(
+    specs: dict[str, str], base_url: str | None, protocol: str | None = None
+) -> dict[str, Model]:
     from xclaw.models.resolve import resolve_model
 
-    return {model_id: resolve_model(spec, base_url=base_url) for model_id, spec in specs.items()}
+    return {
+        model_id: resolve_model(spec, base_url=base_url, protocol=protocol)
+        for model_id, spec in specs.items()
+    }
 
 
 def bridge(
@@ -117,16 +124,21 @@ def bridge(
     allow_remote: Annotated[
         bool, typer.Option("--allow-remote", help="Allow a non-loopback --host.")
     ] = False,
+    headless: HeadlessOption = False,
+    browser_path: BrowserOption = None,
+    protocol: ProtocolOption = None,
 ) -> None:
-    """Serve models over an OpenAI-compatible API (/v1/chat/completions), token required."""
+    """Serve models over an OpenAI-compatible API (/v1/chat/completions, /v1/responses),
+    token required."""
     from xclaw.bridge import create_app
     from xclaw.bridge.server import bind, make_server
     from xclaw.config import load_config
 
     try:
         _check_host(host, allow_remote)
+        browser_flags(headless, browser_path)
         specs = parse_model_specs(model or _configured_model(load_config(Path.cwd()).model))
-        models = _resolve_all(specs, base_url)
+        models = _resolve_all(specs, base_url, protocol)
         sock = bind(host, port)
         token = announce_token(token_file)
     except XclawError as err:

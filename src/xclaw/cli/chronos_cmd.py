@@ -23,7 +23,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from xclaw.cli.common import console, fail
+from xclaw.cli.common import ProtocolOption, console, fail
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.redact import redact
 
@@ -49,6 +49,7 @@ def build_service(
     model: str | None = None,
     sandbox: str | None = None,
     require: bool = False,
+    protocol: str | None = None,
 ) -> ChronosService | None:
     """The chronos service of ``xclaw serve`` / ``xclaw chronos run``; None when nothing is
     configured (unless ``require``)."""
@@ -71,7 +72,9 @@ def build_service(
             chosen.append(sandbox_factory(sandbox, cfg))
         return chosen[0]()
 
-    options = ServiceOptions(channels=dict(channels or {}), sandbox=sandbox_for_run)
+    options = ServiceOptions(
+        channels=dict(channels or {}), sandbox=sandbox_for_run, protocol=protocol
+    )
     return ChronosService(
         cfg, root, env, store=store, chronos_store=open_chronos_store(), options=options
     )
@@ -95,8 +98,12 @@ def _when(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
-def _service(directory: Path, model: str | None = None) -> ChronosService:
-    service = build_service(directory.expanduser().resolve(), _open_store(), model=model)
+def _service(
+    directory: Path, model: str | None = None, protocol: str | None = None
+) -> ChronosService:
+    service = build_service(
+        directory.expanduser().resolve(), _open_store(), model=model, protocol=protocol
+    )
     if service is None:
         raise ConfigError(
             "No chronos jobs, hooks or subscriptions are configured.",
@@ -182,10 +189,11 @@ def run_now(
     job: str,
     directory: Directory = Path("."),
     model: Annotated[str | None, typer.Option("--model", "-m")] = None,
+    protocol: ProtocolOption = None,
 ) -> None:
     """Run one job now, in the foreground, outside its schedule."""
     try:
-        service = _service(directory, model)
+        service = _service(directory, model, protocol)
     except XclawError as err:
         fail(err)
     if job not in service.engine.jobs:
@@ -236,10 +244,11 @@ def run_scheduler(
     port: Annotated[
         int | None, typer.Option("--port", help="Also serve /hooks/<name> on 127.0.0.1:PORT.")
     ] = None,
+    protocol: ProtocolOption = None,
 ) -> None:
     """Run the scheduler in the foreground until SIGTERM or Ctrl+C."""
     try:
-        service = _service(directory, model)
+        service = _service(directory, model, protocol)
     except XclawError as err:
         fail(err)
     _log_to_stderr()

@@ -6,7 +6,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -18,6 +18,16 @@ from xclaw.core.state import RunControl
 from xclaw.core.tooling import Approver
 from xclaw.policy.approval import ModeApprover
 from xclaw.redact import redact
+
+ProtocolOption = Annotated[
+    str | None,
+    typer.Option(
+        "--protocol",
+        help="How tool calls travel: native (the API's tool calls, with text-call repair), "
+        "xml (the XML text protocol in plain chat messages) or auto (probe once, remembered "
+        "per model). Default: `protocol:` in xclaw.yaml's models:, else the preset, else native.",
+    ),
+]
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, cast
 
 import typer
 
-from xclaw.cli.common import console, err_console, fail
+from xclaw.cli.common import ProtocolOption, console, err_console, fail
 from xclaw.core.errors import ConfigError, XclawError
 
 if TYPE_CHECKING:  # the eval modules load the agent: imported when the command runs
@@ -59,6 +59,7 @@ def eval_(
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="Override the provider's base URL.")
     ] = None,
+    protocol: ProtocolOption = None,
 ) -> None:
     """Run a dataset's cases against a model in isolated copies; print and save the results."""
     from xclaw.evals import EvalOptions, load_dataset, print_report, write_results
@@ -84,7 +85,7 @@ def eval_(
             "[bold yellow]warning:[/] --approval allow approves every request of every case."
         )
     mode = cast(Literal["deny", "allow"], approval)
-    options = EvalOptions(model, jobs, mode, sandbox, keep, base_url, work_dir)
+    options = EvalOptions(model, jobs, mode, sandbox, keep, base_url, work_dir, protocol)
     try:
         report = asyncio.run(_checked_run(loaded, options))
     except XclawError as err:  # the model spec or its key: refused before any case ran
@@ -102,7 +103,12 @@ async def _checked_run(loaded: LoadedDataset, options: EvalOptions) -> EvalRepor
     from xclaw.models.resolve import resolve_model
 
     if options.model is not None:
-        probe = resolve_model(options.model, base_url=options.base_url, project=loaded.root)
+        probe = resolve_model(
+            options.model,
+            base_url=options.base_url,
+            project=loaded.root,
+            protocol=options.protocol,
+        )
         await probe.aclose()
     return await run_dataset(loaded, options)
 

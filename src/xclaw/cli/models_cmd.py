@@ -1,4 +1,4 @@
-"""``xclaw models list`` and ``xclaw models probe``."""
+"""``xclaw models list``, ``probe``; ``pull`` and ``list-local`` live in local_models_cmd."""
 
 from __future__ import annotations
 
@@ -11,28 +11,19 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from xclaw.cli.common import console, fail
+from xclaw.cli.common import ProtocolOption, console, fail
+from xclaw.cli.local_models_cmd import list_local, pull
 from xclaw.core.errors import XclawError
 from xclaw.core.messages import Message, ToolCallPart, ToolResult, ToolResultPart
 from xclaw.core.model import Model, ModelRequest, TextDelta, ToolCallEvent
-from xclaw.core.tooling import Risk, ToolSpec
 from xclaw.models.presets import list_presets
+from xclaw.models.probe import PROBE_TOOL, PROBE_VALUE, Detected, ProbeCache
 
-app = typer.Typer(help="Model providers: list presets, probe a model.", no_args_is_help=True)
-
-PROBE_VALUE = "xclaw-probe-4729"
-PROBE_TOOL = ToolSpec(
-    "probe.echo",
-    "Echo a value back. Call it exactly as instructed.",
-    {
-        "type": "object",
-        "properties": {"value": {"type": "string", "description": "The value"}},
-        "required": ["value"],
-        "additionalProperties": False,
-    },
-    True,
-    Risk.READ,
+app = typer.Typer(
+    help="Model providers: list presets, probe a model, pull local models.", no_args_is_help=True
 )
+app.command("pull")(pull)
+app.command("list-local")(list_local)
 
 
 @app.command("list")
@@ -114,14 +105,53 @@ def probe(
     model: Annotated[str, typer.Argument(help="provider:model")],
     base_url: Annotated[str | None, typer.Option("--base-url")] = None,
     directory: Annotated[Path, typer.Option("-C", "--directory")] = Path("."),
+    protocol: ProtocolOption = None,
 ) -> None:
-    """Check that MODEL makes a strict tool call and continues after its result."""
-    from xclaw.models.resolve import resolve_model
+    """Check that MODEL makes a strict tool call and continues after its result, on its tool
+    channel; when that channel carries no call, also through the XML protocol. The answer
+    is what `protocol: auto` uses: it is cached for the model (shown under "protocol")."""
+    from xclaw.models.resolve import check_protocol, resolve_model
 
     try:
-        chosen = resolve_model(model, base_url=base_url, project=directory)
+        check_protocol(protocol)
+        chosen = resolve_model(model, base_url=base_url, project=directory, protocol="native")
     except XclawError as err:
         fail(err)
-    report = asyncio.run(probe_model(chosen))
+    report = asyncio.run(_probe(chosen, model, base_url, directory, protocol))
     typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
-    raise typer.Exit(0 if report["strict_tool_call"] and report["result_continuation"] else 1)
+    usable = [report, report.get("xml") or {}]
+    ok = any(r.get("strict_tool_call") and r.get("result_continuation") for r in usable)
+    raise typer.Exit(0 if ok else 1)
+
+
+async def _probe(
+    chosen: Model, spec: str, base_url: str | None, directory: Path, protocol: str | None
+) -> dict[str, Any]:
+    """The native round trip on the adapter itself (no repair), the protocol it implies,
+    and, when that is xml, the round trip through the XML protocol."""
+    from xclaw.config import load_config
+    from xclaw.models.info import primary
+    from xclaw.models.resolve import check_protocol, resolve_model
+    from xclaw.models.setup import plan_for
+
+    adapter = primary(chosen)
+    plan = plan_for(adapter, spec, load_config(directory).models, check_protocol(protocol))
+    report = await probe_model(adapter)
+    if plan is None or "error" in report:
+        return report
+    native = bool(report["first_reply"]["tool_calls"])
+    cache = ProbeCache()
+    previous = cache.get(plan.key)
+    detected: Detected = "native" if native else "xml"
+    cache.put(plan.key, detected, model=chosen.name)
+    report["protocol"] = {
+        "configured": plan.protocol,
+        "detected": detected,
+        "previous": previous,
+        "cache_key": str(plan.key),
+        "cache_file": str(cache.path),
+    }
+    if detected == "xml":
+        xml = resolve_model(spec, base_url=base_url, project=directory, protocol="xml")
+        report["xml"] = await probe_model(xml)
+    return report

@@ -71,7 +71,9 @@ class LiveView:
 
     def on_tool_proposed(self, ev: Event) -> None:
         args = summarize_args(ev.payload.get("arguments") or {})
-        self.console.print(f"[cyan]→ {ev.payload['name']}[/] [dim]{_safe(args)}[/]")
+        # A call the model wrote as JSON text, read from there (xclaw.models.repair).
+        how = " [yellow](repaired from the reply text)[/]" if ev.payload.get("repaired") else ""
+        self.console.print(f"[cyan]→ {ev.payload['name']}[/] [dim]{_safe(args)}[/]{how}")
 
     def on_tool_output(self, ev: Event) -> None:
         if not self.show_output:
@@ -129,6 +131,16 @@ class LiveView:
 
     def on_model_retry(self, ev: Event) -> None:
         p = ev.payload
+        if p.get("partial"):  # the stream dropped mid-reply: what was shown is void
+            for line in self._model_text.flush():
+                self.console.print(f"[dim]│ {escape(line)}[/]")
+            self._streamed = False
+            self.console.print(
+                f"[yellow]! the reply stream dropped after {p.get('discarded_chars', 0)} "
+                f"characters ({_safe(str(p.get('reason')))}); that partial reply is discarded "
+                f"and the turn asked again (attempt {p.get('attempt')})[/]"
+            )
+            return
         self.console.print(
             f"[yellow]! retrying {_safe(str(p.get('model')))} in {p.get('delay_s')}s:[/] "
             f"{_safe(str(p.get('reason')))}"

@@ -21,6 +21,7 @@ from rich.markup import escape
 from rich.prompt import Confirm
 
 from xclaw.cli.common import (
+    ProtocolOption,
     console,
     err_console,
     fail,
@@ -132,6 +133,7 @@ def _build_agent(
     sandbox: str | None = None,
     browser: BrowserSession | None = None,
     memory: bool = False,
+    protocol: str | None = None,
 ) -> tuple[Agent, Extensions, MemoryRuntime | None]:
     from xclaw.coding.agent import Agent  # heavy: imported when a command runs, not for --help
     from xclaw.coding.prompt import SYSTEM_PROMPT
@@ -142,7 +144,9 @@ def _build_agent(
 
     cfg = load_config(directory)
     chosen = spec or cfg.model
-    model = resolve_model(chosen, base_url=base_url, project=directory)
+    model = resolve_model(
+        chosen, base_url=base_url, project=directory, protocol=protocol, model_settings=cfg.models
+    )
     limits = cfg.limits.to_limits()
     if max_turns is not None:
         limits = replace(limits, max_turns=max_turns)
@@ -173,6 +177,7 @@ def _build_agent(
         keep_processes=_ask_keep,
         store=open_store(),
         model_spec=chosen,
+        model_protocol=protocol,
         sandbox=factory,
     )
     return agent, ext, remembered
@@ -226,6 +231,7 @@ def run(
     browser: BrowserToolsOption = False,
     browser_headed: BrowserHeadedOption = False,
     trace: TraceOption = None,
+    protocol: ProtocolOption = None,
     memory: Annotated[
         bool,
         typer.Option(
@@ -240,7 +246,7 @@ def run(
     try:
         browser_flags(headless, browser_path)
         agent, ext, remembered = _build_agent(
-            directory, model, approval, max_turns, base_url, sandbox, session, memory
+            directory, model, approval, max_turns, base_url, sandbox, session, memory, protocol
         )
         tracing = _tracing(agent, directory, trace)
     except XclawError as err:
@@ -315,6 +321,7 @@ def resume(
     browser: BrowserToolsOption = False,
     browser_headed: BrowserHeadedOption = False,
     trace: TraceOption = None,
+    protocol: ProtocolOption = None,
 ) -> None:
     """Continue a session after a crash, a stop or a pause, without redoing side effects."""
     try:
@@ -339,8 +346,16 @@ def resume(
         browser_flags(headless, browser_path)
         base_url = base_url or saved_web_base_url(spec, session.meta)
         tabs = browser_session(browser_headed) if browser else None
+        saved = session.meta.get("protocol")
         agent, ext, _ = _build_agent(
-            Path(session.root), spec, approval, max_turns, base_url, sandbox, tabs
+            Path(session.root),
+            spec,
+            approval,
+            max_turns,
+            base_url,
+            sandbox,
+            tabs,
+            protocol=protocol or (saved if isinstance(saved, str) else None),
         )
         tracing = _tracing(agent, Path(session.root), trace)
     except XclawError as err:

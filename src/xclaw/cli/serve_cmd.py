@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from xclaw.cli.common import console, err_console, fail
+from xclaw.cli.common import ProtocolOption, console, err_console, fail
 from xclaw.core.errors import ConfigError, XclawError
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ def agent_factory(
     sandbox: str | None,
     store: Store,
     runtime: ServeRuntime | None = None,
+    protocol: str | None = None,
 ) -> Callable[[EventBus, Approver], Agent]:
     """Each gateway session's agent: the configured (or given) model, store and sandbox, with
     the process's plugins, skills, MCP tools and memory (``runtime``) when given."""
@@ -48,11 +49,15 @@ def agent_factory(
     chosen = spec or cfg.model
     if not chosen:
         raise ConfigError("No model is configured.", code="MODEL_NOT_CONFIGURED", hint=MODEL_HELP)
-    resolve_model(chosen, project=directory)  # a bad spec fails now, not at the first message
+    resolve_model(  # a bad spec fails now, not at the first message
+        chosen, project=directory, protocol=protocol, model_settings=cfg.models
+    )
     box = sandbox_factory(sandbox, cfg)
 
     def make(bus: EventBus, approver: Approver) -> Agent:
-        model = resolve_model(chosen, project=directory)
+        model = resolve_model(
+            chosen, project=directory, protocol=protocol, model_settings=cfg.models
+        )
         extras = runtime.for_session(model, SYSTEM_PROMPT) if runtime is not None else None
         return Agent(
             model,
@@ -65,6 +70,7 @@ def agent_factory(
             store=store,
             system_prompt=extras.system_prompt if extras else SYSTEM_PROMPT,
             model_spec=chosen,
+            model_protocol=protocol,
             sandbox=box,
             prompt_reserve=extras.prompt_reserve if extras else 0,
         )
@@ -187,6 +193,7 @@ def serve(
             "locked before another instance takes them over.",
         ),
     ] = 8.0,
+    protocol: ProtocolOption = None,
 ) -> None:
     """Serve the gateway: web UI at /, WebSocket at /ws (for the UI and `xclaw chat`),
     Prometheus metrics at /metrics (with the token)."""
@@ -208,7 +215,9 @@ def serve(
         from xclaw.config import load_config
 
         runtime = serve_runtime(root, load_config(root), memory=memory)
-        factory, tracing = _observed(agent_factory(root, model, sandbox, store, runtime), root)
+        factory, tracing = _observed(
+            agent_factory(root, model, sandbox, store, runtime, protocol), root
+        )
         gateway = Gateway(
             factory,
             store,
@@ -220,7 +229,12 @@ def serve(
         from xclaw.cli.chronos_cmd import build_service
 
         chronos = build_service(
-            root, store, channels={c.name: c for c in channels}, model=model, sandbox=sandbox
+            root,
+            store,
+            channels={c.name: c for c in channels},
+            model=model,
+            sandbox=sandbox,
+            protocol=protocol,
         )
         server = GatewayServer(
             create_app(

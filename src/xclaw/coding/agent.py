@@ -37,6 +37,7 @@ from xclaw.core.resume import RESUME_REMINDER, InterruptedChoice, settle_pending
 from xclaw.core.state import RunControl, RunResult, RunState, ToolCallRecord
 from xclaw.core.tooling import Approver
 from xclaw.dirs import run_output_dir
+from xclaw.models.compact import compact_specs, is_small_window, schema_chars
 from xclaw.models.fallback import FallbackModel, OnEvent
 from xclaw.models.info import model_info
 from xclaw.policy.approval import ModeApprover
@@ -73,6 +74,7 @@ class Agent:
         checkpoint_every: int = 10,
         keep_processes: KeepProcesses | None = None,
         model_spec: str | None = None,
+        model_protocol: str | None = None,
         context_budget: bool = True,
         prompt_reserve: int = 0,
         sandbox: Any = None,
@@ -101,6 +103,7 @@ class Agent:
         self.checkpoint_every = checkpoint_every
         self.keep_processes = keep_processes
         self.model_spec = model_spec
+        self.model_protocol = model_protocol  # a --protocol choice, kept for a resume
         self.context_budget = context_budget
         # Tokens hooks add to each request after the budget fits the conversation (recalled
         # memories, a loaded skill): kept free in the window.
@@ -127,6 +130,7 @@ class Agent:
                 "system_prompt": self.system_prompt,
                 "tools": self.registry.names(),
                 "model_spec": self.model_spec,
+                **({"protocol": self.model_protocol} if self.model_protocol else {}),
             },
         )
         recorder = self._recorder(session, new=True)
@@ -137,7 +141,7 @@ class Agent:
             control=control or RunControl(),
             recorder=recorder,
         )
-        state.append(Message.user(task_message(task, self.workdir)), "user_input")
+        state.append(Message.user(task_message(task)), "user_input")
         return await self._drive(state, self._workspace(sid))
 
     async def resume(
@@ -171,7 +175,7 @@ class Agent:
         # From the whole history: a fresh context must not make a fake replay its script.
         self.model.restore(state.messages)
         if len(messages) == 1:  # rewound to before the task itself
-            state.append(Message.user(task_message(session.task, self.workdir)), "user_input")
+            state.append(Message.user(task_message(session.task)), "user_input")
         workspace = self._workspace(session_id)
         self._restore_evidence(state, workspace)
         # Interrupted calls are settled on the full history even when the model then
@@ -299,7 +303,7 @@ class Agent:
         cp = store.latest_checkpoint(session.id)
         summary = checkpoint_text(cp) if cp else f"Goal: {session.task}"
         del state.messages[1:]
-        state.messages.append(Message.user(task_message(session.task, self.workdir)))
+        state.messages.append(Message.user(task_message(session.task)))
         state.append(Message.user(f"{summary}\n\n{RESUME_REMINDER}"), "system_alert")
 
     async def _drive(
@@ -382,14 +386,24 @@ class Agent:
         info = model_info(self.model)
         if info.profile is None:
             return []
-        reserve = min(info.profile.max_output_tokens or 8_192, info.profile.context_window // 4)
+        window = info.profile.context_window
+        reserve = min(info.profile.max_output_tokens or 8_192, window // 4)
         budget = ContextBudget(
-            info.profile.context_window,
+            window,
             # the tool schemas travel with every request, and what hooks add to it
-            reserve_output=reserve + 4_000 + self.prompt_reserve,
+            reserve_output=reserve + self._schema_tokens(window) + self.prompt_reserve,
             counter=counter_for_model(info.name),
         )
         return [budget_hook(budget, self.model)]
+
+    def _schema_tokens(self, window: int) -> int:
+        """Tokens the tool schemas take in each request, as the model's setup sends them
+        (compact for small windows), estimated high at 3 characters a token; at least the
+        4,000 kept before for windows that are not small."""
+        specs = [t.spec for t in self.registry]
+        if not is_small_window(window):
+            return max(4_000, schema_chars(specs) // 3 + 200)
+        return schema_chars(compact_specs(specs)) // 3 + 200
 
     async def _settle_processes(self, workspace: Workspace) -> list[dict[str, Any]]:
         """Stop what the run started, unless the user chose to keep it running."""

@@ -40,7 +40,8 @@ def evidence_gate(state: RunState) -> str | None:
     if wants_change and not any(r.result.ok and not r.read_only for r in records):
         return (
             "The task asks for changes, but no tool call has changed anything successfully "
-            "yet. Make the change with the tools, then finish."
+            "yet; text in a reply is never executed. Make the change by calling the tools "
+            "(a tool call, not a description of one), then finish."
         )
     if not wants_verify:
         return None

@@ -1,4 +1,8 @@
-"""The coding agent's instructions (seed 000 §10, for models with native tool calls)."""
+"""The coding agent's instructions (seed 000 §10, for models with native tool calls).
+
+Paths are relative only: the project root is shown as ``.``, never as its absolute path, since
+a model told ``/home/me/proj`` writes ``proj/hello.py`` (seen with small models).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,10 @@ SYSTEM_PROMPT = """\
 You are xclaw, a coding agent working in a local project through tools.
 
 Rules:
-- The project root is a virtual file system exposed by the local runtime: use only the tools
-  to look at or change it. Paths are relative to the root. Do not assume cloud sandboxes
-  such as /workspace or /mnt/data exist.
+- The project root, shown as `.`, is a virtual file system exposed by the local runtime: use
+  only the tools to look at or change it. Every path is relative to it (a file at the root
+  is just its name), never absolute and never prefixed with the project's folder name. Do
+  not assume cloud sandboxes such as /workspace or /mnt/data exist.
 - A tool call is a request: the local runtime validates it and may ask the user or refuse.
 - Never guess a tool's result; read it. After a failure, correct course from the result.
 - Commands are a program plus argv, never a shell string. Use process.start for servers.
@@ -21,8 +26,15 @@ Rules:
 """
 
 
-def task_message(task: str, root: Path) -> str:
-    return f"Project root: {root}\n\nTask:\n{task}"
+# Not a bare "." either: the 0.5B Qwen then wrote to the path "." (a recorded run). No example
+# file name: it copied `src/app.py` from here and then repeated it until the token cap.
+ROOT_LINE = "Project root: `.` (give each file path relative to it; a file at the root is its name)"
+
+
+def task_message(task: str, root: Path | None = None) -> str:
+    """The first user message. ``root`` is deliberately not shown (see the module docstring);
+    the parameter stays for callers that pass it."""
+    return f"{ROOT_LINE}\n\nTask:\n{task}"
 
 
 def task_from_message(text: str) -> str:

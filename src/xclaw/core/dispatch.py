@@ -66,7 +66,16 @@ async def run_tool_calls(
     echoes: dict[int, int] = {}  # a repeated stream event of one call -> that call's index
     repeated: str | None = None
     for i, call in enumerate(calls):
-        emit(deps, state, "tool.proposed", call.call_id, name=call.name, arguments=call.arguments)
+        extra = {"repaired": True} if call.repaired else {}
+        emit(
+            deps,
+            state,
+            "tool.proposed",
+            call.call_id,
+            name=call.name,
+            arguments=call.arguments,
+            **extra,
+        )
         if call.call_id in seen:
             _same_id_again(calls, seen[call.call_id], i, echoes, results)
             continue

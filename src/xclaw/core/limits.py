@@ -15,3 +15,6 @@ class Limits:
     max_output_bytes: int = 50_000_000
     wall_time_s: float = 4 * 3600.0
     max_gate_refusals: int = 3
+    # A stream that drops after text began: the partial turn is discarded and asked again
+    # this many times (a drop before anything arrived is the model chain's retry policy).
+    stream_retries: int = 1

@@ -3,6 +3,10 @@
 Every face runs this loop; faces add behaviour through ``Hooks``. It stops as *completed* only
 when the model gives a final answer that every completion gate accepts; every limit stops it
 as *interrupted* with the reason.
+
+A stream that drops after it began (``ModelUnavailable`` once events arrived) is discarded whole
+and asked again, ``limits.stream_retries`` times, with a ``model.retry`` event (``partial``)
+the live view prints; a drop before anything arrived is the model chain's retry policy.
 """
 
 from __future__ import annotations
@@ -10,10 +14,17 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import assert_never
+from typing import Any, assert_never
 
 from xclaw.core.dispatch import emit, run_tool_calls
-from xclaw.core.errors import EndRun, LimitExceeded, ModelError, ProtocolViolation, RunCancelled
+from xclaw.core.errors import (
+    EndRun,
+    LimitExceeded,
+    ModelError,
+    ModelUnavailable,
+    ProtocolViolation,
+    RunCancelled,
+)
 from xclaw.core.events import EventBus, EventType
 from xclaw.core.hooks import Hooks
 from xclaw.core.limits import Limits
@@ -103,9 +114,20 @@ def check_limits(state: RunState, limits: Limits) -> None:
 
 
 class TurnCollector:
-    """Gathers one streamed model turn into an assistant message."""
+    """Gathers one streamed model turn into an assistant message.
 
-    __slots__ = ("text", "reasoning", "calls", "stop", "input_tokens", "output_tokens")
+    A repaired call (written as JSON in the reply text) replaces that text: it was the call."""
+
+    __slots__ = (
+        "text",
+        "reasoning",
+        "calls",
+        "stop",
+        "input_tokens",
+        "output_tokens",
+        "started",
+        "first_ms",
+    )
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -114,8 +136,20 @@ class TurnCollector:
         self.stop = "stop"
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
+        self.started = time.perf_counter()
+        self.first_ms: float | None = None  # time to the first streamed event (tracing's TTFT)
+
+    @property
+    def began(self) -> bool:
+        return self.first_ms is not None
+
+    @property
+    def repaired(self) -> int:
+        return sum(1 for c in self.calls if c.repaired)
 
     def add(self, ev: ModelEvent) -> None:
+        if self.first_ms is None:
+            self.first_ms = (time.perf_counter() - self.started) * 1000
         match ev:
             case TextDelta():
                 self.text.append(ev.text)
@@ -124,6 +158,8 @@ class TurnCollector:
             case ReasoningEvent():
                 self.reasoning.append(ev.part)
             case ToolCallEvent():
+                if ev.call.repaired:
+                    self.text.clear()
                 self.calls.append(ev.call)
             case Usage():
                 self.input_tokens = _add(self.input_tokens, ev.input_tokens)
@@ -150,24 +186,11 @@ async def ask_model(state: RunState, deps: LoopDeps) -> Message:
     state.turn += 1
     emit(deps, state, "model.message_sent", messages=len(state.messages))
     request = ModelRequest(deps.hooks.view_messages(state), deps.toolbox.specs())
-    turn = TurnCollector()
     started = time.perf_counter()
-    first_ms: float | None = None  # time to the first streamed event (tracing's TTFT)
-    try:
-        async with asyncio.timeout(deps.limits.turn_timeout_s):
-            async for ev in deps.model.respond(request):
-                if first_ms is None:
-                    first_ms = (time.perf_counter() - started) * 1000
-                turn.add(ev)
-                if isinstance(ev, TextDelta):
-                    emit(deps, state, "model.streaming", delta=ev.text)
-    except TimeoutError:
-        raise LimitExceeded(
-            f"the model did not answer within {deps.limits.turn_timeout_s:g}s",
-            code="LIMIT_TURN_TIMEOUT",
-        ) from None
+    turn = await stream_turn(state, deps, request)
     state.add_usage(turn.input_tokens, turn.output_tokens)
     message = turn.message()
+    extra: dict[str, Any] = {"repaired_tool_calls": turn.repaired} if turn.repaired else {}
     state.append(
         message,
         "llm_call",
@@ -184,9 +207,46 @@ async def ask_model(state: RunState, deps: LoopDeps) -> Message:
         stop_reason=turn.stop,
         input_tokens=turn.input_tokens,
         output_tokens=turn.output_tokens,
-        first_event_ms=None if first_ms is None else round(first_ms, 1),
+        first_event_ms=None if turn.first_ms is None else round(turn.first_ms, 1),
+        **extra,
     )
     return message
+
+
+async def stream_turn(state: RunState, deps: LoopDeps, request: ModelRequest) -> TurnCollector:
+    """The model's answer to ``request``, streamed live; a stream that drops after it began is
+    discarded and asked for again (see the module docstring)."""
+    attempt = 0
+    while True:
+        turn = TurnCollector()
+        try:
+            async with asyncio.timeout(deps.limits.turn_timeout_s):
+                async for ev in deps.model.respond(request):
+                    turn.add(ev)
+                    if isinstance(ev, TextDelta):
+                        emit(deps, state, "model.streaming", delta=ev.text)
+            return turn
+        except TimeoutError:
+            raise LimitExceeded(
+                f"the model did not answer within {deps.limits.turn_timeout_s:g}s",
+                code="LIMIT_TURN_TIMEOUT",
+            ) from None
+        except ModelUnavailable as err:
+            if not turn.began or attempt >= deps.limits.stream_retries:
+                raise
+            attempt += 1
+            emit(
+                deps,
+                state,
+                "model.retry",
+                model=deps.model.name,
+                attempt=attempt,
+                delay_s=0,
+                reason=err.message,
+                code=err.code,
+                partial=True,
+                discarded_chars=sum(len(t) for t in turn.text),
+            )
 
 
 def record_protocol_error(state: RunState, deps: LoopDeps, err: ProtocolViolation) -> None:

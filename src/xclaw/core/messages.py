@@ -112,10 +112,15 @@ class ReasoningPart:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallPart:
+    """A call the model asked for. ``repaired``: the model wrote it as JSON in its reply text
+    rather than on its tool channel, and ``xclaw.models.repair`` read it from there; that text
+    was the call itself, so the assistant message keeps the call and not the text."""
+
     call_id: str
     name: str
     arguments: dict[str, Any]
     kind: Literal["tool_call"] = "tool_call"
+    repaired: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ class EvalOptions:
     keep: bool = False  # keep each case's folder (copy, store, outputs) for inspection
     base_url: str | None = None
     work_root: Path | None = None  # where the case folders are made (default: the temp dir)
+    protocol: str | None = None  # native | xml | auto for --model (models.setup)
 
 
 async def run_dataset(loaded: LoadedDataset, options: EvalOptions) -> EvalReport:
@@ -220,7 +221,9 @@ def _model(loaded: LoadedDataset, case: Case, options: EvalOptions) -> Model:
     if case.model is not None:
         script = loaded.resolve(case.model.removeprefix("scripted:"), what="script", folder=False)
         return resolve_model(f"scripted:{script}")
-    return resolve_model(options.model, base_url=options.base_url, project=loaded.root)
+    return resolve_model(
+        options.model, base_url=options.base_url, project=loaded.root, protocol=options.protocol
+    )
 
 
 def _sandbox(options: EvalOptions) -> Any:

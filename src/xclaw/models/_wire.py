@@ -29,6 +29,11 @@ class WireModel(Model):
         self.stream = stream
 
     @property
+    def base_url(self) -> str:
+        """Where the client sends requests (a probe's cache key)."""
+        return str(self._client.base_url).rstrip("/")
+
+    @property
     def extra_headers(self) -> dict[str, str] | None:
         return dict(self.preset.headers) if self.preset and self.preset.headers else None
 

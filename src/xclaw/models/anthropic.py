@@ -120,15 +120,28 @@ class AnthropicModel(WireModel):
         body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
         if system:
             body["system"] = system
+        budget = thinking_budget(settings, max_tokens) if self.profile.reasoning else None
         if request.tools and self.profile.tools:
             body["tools"] = [anthropic_tool(spec, names) for spec in request.tools]
-        budget = thinking_budget(settings, max_tokens) if self.profile.reasoning else None
+            choice = anthropic_tool_choice(settings.get("tool_choice"), thinking=bool(budget))
+            if choice is not None:
+                body["tool_choice"] = choice
         if budget:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        for key in ("temperature", "top_p"):
-            if key in settings:
-                body[key] = settings[key]
+        sampling = {key: settings[key] for key in ("temperature", "top_p") if key in settings}
+        if sampling:  # the Messages API takes them; this SDK's create() no longer names them
+            body["extra_body"] = sampling
         return body
+
+
+def anthropic_tool_choice(choice: Any, *, thinking: bool) -> dict[str, str] | None:
+    """``tool_choice`` in the Messages format: auto, any (our "required") or none. With
+    thinking on, the API accepts only auto and none, so "required" is not sent then; there
+    is no seed in this API."""
+    kind = {"auto": "auto", "required": "any", "none": "none"}.get(str(choice))
+    if kind is None or (thinking and kind == "any"):
+        return None
+    return {"type": kind}
 
 
 def anthropic_error(err: Exception, provider: str, key_env: str | None = None) -> ModelError:

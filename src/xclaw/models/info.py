@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from xclaw.core.model import Model
 from xclaw.models.fallback import FallbackModel
 from xclaw.models.presets import Capabilities, Preset
+from xclaw.models.wrap import innermost
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,8 +28,9 @@ class ModelInfo:
 
 
 def primary(model: Model) -> Model:
-    """The first model of a chain (the one a run normally talks to)."""
-    return model.models[0] if isinstance(model, FallbackModel) else model
+    """The first model of a chain (the one a run normally talks to), under its wrappers
+    (protocol, settings: ``models.setup``)."""
+    return innermost(model.models[0] if isinstance(model, FallbackModel) else model)
 
 
 def model_info(model: Model) -> ModelInfo:

@@ -58,7 +58,8 @@ from xclaw.models.presets import Preset
 __all__ = ["CredentialSource", "OpenAIChatModel"]
 
 # Request settings passed through to the wire when a caller sets them (the bridge accepts
-# the same ones from its clients).
+# the same ones from its clients; per-model sampling settings arrive the same way).
+# ``tool_choice`` ("auto" | "required" | "none") goes out only with tools.
 PASSED_SETTINGS = (
     "temperature",
     "top_p",
@@ -68,6 +69,7 @@ PASSED_SETTINGS = (
     "parallel_tool_calls",
     "reasoning_effort",
 )
+_TOOL_CHOICES = ("auto", "required", "none")
 _STOP_REASONS = {
     "stop": "stop",
     "eos": "stop",
@@ -131,6 +133,8 @@ class OpenAIChatModel(WireModel):
         }
         if request.tools and self.profile.tools:
             body["tools"] = chat_tools(request.tools, names, strict=self.profile.strict_tools)
+            if request.settings.get("tool_choice") in _TOOL_CHOICES:
+                body["tool_choice"] = request.settings["tool_choice"]
         for key in PASSED_SETTINGS:
             if key in request.settings:
                 body[key] = request.settings[key]

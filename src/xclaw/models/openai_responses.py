@@ -108,6 +108,9 @@ class OpenAIResponsesModel(WireModel):
             body["instructions"] = instructions
         if request.tools and self.profile.tools:
             body["tools"] = [responses_tool(spec, names) for spec in request.tools]
+            # The Responses API takes the same words as Chat; it has no seed.
+            if request.settings.get("tool_choice") in ("auto", "required", "none"):
+                body["tool_choice"] = request.settings["tool_choice"]
         if self.profile.reasoning:
             # Without server-side state, reasoning survives between turns only encrypted.
             body["include"] = ["reasoning.encrypted_content"]

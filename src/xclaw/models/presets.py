@@ -7,6 +7,10 @@ keyed by fnmatch patterns (the longest matching pattern wins), never in name che
     preset = get_preset("moonshot")
     preset.profile("moonshot-v1-8k").context_window   # 8192
     preset.prices("gpt-4o")                           # (2.5, 10.0) per million tokens
+    preset.settings("qwen2.5-coder").protocol         # "auto", when the preset says so
+
+``protocol`` (native | xml | auto) and ``sampling`` (temperature, top_p, seed, tool_choice)
+are a preset's defaults for how its models are spoken to; ``models:`` in xclaw.yaml wins.
 
 Keys come only from the environment, or from a ``.env`` file in the project (read by a tiny
 parser here, never printed). Every secret-named value read from a ``.env`` file, and every key
@@ -26,6 +30,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from xclaw.config import ModelSettings, ProtocolName, SamplingSettings
 from xclaw.core.errors import ConfigError
 from xclaw.redact import register_secret, register_secrets
 
@@ -61,6 +66,8 @@ class ModelOverride(BaseModel):
     capabilities: dict[str, Any] = Field(default_factory=dict)
     price_input: float | None = None
     price_output: float | None = None
+    protocol: ProtocolName | None = None
+    sampling: SamplingSettings = Field(default_factory=SamplingSettings)
 
 
 class Preset(BaseModel):
@@ -82,6 +89,8 @@ class Preset(BaseModel):
     capabilities: Capabilities = Field(default_factory=Capabilities)
     price_input: float | None = None
     price_output: float | None = None
+    protocol: ProtocolName | None = None  # unset: native
+    sampling: SamplingSettings = Field(default_factory=SamplingSettings)
     models: dict[str, ModelOverride] = Field(default_factory=dict)
 
     def _overrides(self, model: str) -> list[ModelOverride]:
@@ -100,6 +109,15 @@ class Preset(BaseModel):
                 f"preset {self.name!r} has an invalid profile for {model!r}: {err}",
                 hint="Fix presets.yaml.",
             ) from None
+
+    def settings(self, model: str) -> ModelSettings:
+        """The preset's protocol and sampling settings for ``model``, overrides applied."""
+        merged: dict[str, Any] = {"protocol": self.protocol, **self.sampling.request_settings()}
+        for override in self._overrides(model):
+            if override.protocol is not None:
+                merged["protocol"] = override.protocol
+            merged.update(override.sampling.request_settings())
+        return ModelSettings.model_validate(merged)
 
     def prices(self, model: str) -> tuple[float | None, float | None]:
         """US dollars per million input and output tokens; None when unknown or free."""

@@ -2,12 +2,15 @@
 
     scripted:PATH               a script of turns (no network)
     PROVIDER:MODEL              any preset (``xclaw models list``), e.g. deepseek:deepseek-chat
+    local:NAME | local:PATH     a GGUF file served by llama.cpp (``xclaw models list-local``)
     openai-compatible:MODEL     a gateway at --base-url / $XCLAW_BASE_URL, key $XCLAW_API_KEY
     anthropic-compatible:MODEL  the same for the Anthropic Messages format
     A:X,B:Y                     a fallback chain: B answers when A is down
 
 Every API model is wrapped in a ``FallbackModel`` (a chain of one when there is no comma),
-because retries with backoff live there and the SDKs' own retries are off.
+because retries with backoff live there and the SDKs' own retries are off. Each model of the
+chain is first set up for its protocol (native | xml | auto) and sampling settings, from
+``protocol`` (``--protocol``), ``models:`` in xclaw.yaml and its preset (``models.setup``).
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
+from xclaw.config import ModelSettings, ProtocolName, load_config
 from xclaw.core.errors import ConfigError
 from xclaw.core.model import Model
 from xclaw.models.fallback import FallbackModel
 from xclaw.models.presets import Preset, get_preset, list_presets, lookup_key
 from xclaw.models.scripted import ScriptedModel
+from xclaw.models.setup import setup_model
 
 __all__ = ["MODEL_HELP", "list_presets", "resolve_chain", "resolve_model", "resolve_one"]
 
@@ -47,11 +52,23 @@ def resolve_model(
     project: Path | None = None,
     stream: bool = True,
     timeout_s: float = 600.0,
+    protocol: str | None = None,
+    model_settings: Mapping[str, ModelSettings] | None = None,
 ) -> Model:
     """The model for ``spec``. ``base_url`` overrides the preset's; keys come from ``env``
-    (default: the process environment), then from ``project/.env`` (default: the cwd)."""
+    (default: the process environment), then from ``project/.env`` (default: the cwd).
+    ``protocol`` (native | xml | auto) overrides every other choice for each model of the
+    chain; ``model_settings`` is the config's ``models:`` (default: read from the resolved
+    configuration of ``project``, else the cwd)."""
     chain = resolve_chain(
-        spec, base_url=base_url, env=env, project=project, stream=stream, timeout_s=timeout_s
+        spec,
+        base_url=base_url,
+        env=env,
+        project=project,
+        stream=stream,
+        timeout_s=timeout_s,
+        protocol=protocol,
+        model_settings=model_settings,
     )
     if len(chain) == 1 and isinstance(chain[0], ScriptedModel):
         return chain[0]
@@ -66,8 +83,10 @@ def resolve_chain(
     project: Path | None = None,
     stream: bool = True,
     timeout_s: float = 600.0,
+    protocol: str | None = None,
+    model_settings: Mapping[str, ModelSettings] | None = None,
 ) -> list[Model]:
-    """Each model of a comma-separated chain, in order."""
+    """Each model of a comma-separated chain, in order, set up for its protocol."""
     if not spec or not spec.strip():
         raise ConfigError("No model is configured.", code="MODEL_NOT_CONFIGURED", hint=MODEL_HELP)
     items = [s.strip() for s in spec.split(",")] if not spec.startswith("scripted:") else [spec]
@@ -75,12 +94,37 @@ def resolve_chain(
         raise ConfigError(
             f"Model spec {spec!r} has an empty entry.", code="MODEL_SPEC_INVALID", hint=MODEL_HELP
         )
+    chosen = check_protocol(protocol)
+    if model_settings is None:
+        model_settings = load_config(project if project is not None else Path.cwd()).models
     return [
-        resolve_one(
-            item, base_url=base_url, env=env, project=project, stream=stream, timeout_s=timeout_s
+        setup_model(
+            resolve_one(
+                item,
+                base_url=base_url,
+                env=env,
+                project=project,
+                stream=stream,
+                timeout_s=timeout_s,
+            ),
+            item,
+            model_settings,
+            protocol=chosen,
         )
         for item in items
     ]
+
+
+def check_protocol(protocol: str | None) -> ProtocolName | None:
+    """``--protocol`` as given, or a coded error for an unknown one."""
+    if protocol is None or protocol in get_args(ProtocolName):
+        return cast(ProtocolName | None, protocol)
+    raise ConfigError(
+        f"Unknown protocol {protocol!r}.",
+        code="PROTOCOL_UNKNOWN",
+        hint="Use --protocol native (the API's tool calls), xml (the XML text protocol) or "
+        "auto (probe once, remembered per model).",
+    )
 
 
 def resolve_one(
@@ -105,13 +149,17 @@ def resolve_one(
         )
     if provider == "scripted":
         return _scripted(rest)
+    if provider == "local":  # a GGUF file served by llama.cpp, started on first use
+        from xclaw.models.local.model import local_model
+
+        return local_model(rest, stream=stream, timeout_s=timeout_s)
     preset = get_preset(provider)
     if preset is None:
         known = ", ".join(p.name for p in list_presets())
         raise ConfigError(
             f"Unknown provider {provider!r}.",
             code="MODEL_PROVIDER_UNKNOWN",
-            hint=f"Use one of: scripted, {known}.",
+            hint=f"Use one of: scripted, local, {known}.",
         )
     environ = os.environ if env is None else env
     url = _base_url(preset, base_url, environ)

@@ -107,7 +107,12 @@ class SessionRecorder:
         duration_ms: float | None = None,
     ) -> None:
         if kind == "llm_call":
-            calls = [{"name": c.name, "arguments": c.arguments} for c in msg.tool_calls]
+            calls: list[dict[str, Any]] = [
+                {"name": c.name, "arguments": c.arguments} for c in msg.tool_calls
+            ]
+            for call, part in zip(calls, msg.tool_calls, strict=True):
+                if part.repaired:  # written as JSON text and read from there (models.repair)
+                    call["repaired"] = True
             step = self._new_step(
                 kind,
                 self.session.model,

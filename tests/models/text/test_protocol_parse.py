@@ -242,7 +242,7 @@ def test_protocol_block_states_the_rules_and_lists_every_tool() -> None:
         "application-level XML format that the user asked for",
         "not a system message",
         "exactly one <agent_response>",
-        "At most one <tool_call>",
+        "At most one <xclaw_call>",
         "/workspace",
         "/mnt/data",
         "Never guess",

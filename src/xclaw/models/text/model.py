@@ -14,17 +14,28 @@ a resumed run rebuilds it from its messages:
 Every outbound message goes through ``with_reminder``. A valid reply becomes a ``TextDelta``
 with its ``<message>`` (never raw XML) and at most one ``ToolCallEvent``; a broken one raises
 ``ProtocolViolation`` so the loop sends the feedback and asks again, a bounded number of times.
+A transport that knows the reply's token usage (``last_usage``, as ``ChatTextTransport`` for
+API models) has it reported as a ``Usage`` event.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from xclaw.core.errors import ProtocolViolation
 from xclaw.core.messages import Message, ToolCallPart, ToolResultPart
-from xclaw.core.model import Finish, Model, ModelEvent, ModelRequest, TextDelta, ToolCallEvent
+from xclaw.core.model import (
+    Finish,
+    Model,
+    ModelEvent,
+    ModelRequest,
+    TextDelta,
+    ToolCallEvent,
+    Usage,
+)
 from xclaw.core.tooling import ToolSpec
 from xclaw.models.scripted import load_script
 from xclaw.models.text.protocol import (
@@ -41,8 +52,20 @@ _HISTORY_STEPS = 40
 _HISTORY_LINE = 240
 
 
+@dataclass(frozen=True, slots=True)
+class HeldChat:
+    """A chat a transport can reopen, and how much text it carries (``switch_chat``)."""
+
+    url: str
+    chars: int
+
+
 class TextProtocolModel(Model):
     """A ``Model`` over a ``TextTransport``; see the module docstring."""
+
+    # Generation settings it keeps (the bridge refuses the rest): the protocol allows one
+    # tool call per reply, so parallel_tool_calls=false holds by itself.
+    honoured_settings = frozenset({"parallel_tool_calls"})
 
     def __init__(
         self,
@@ -89,6 +112,9 @@ class TextProtocolModel(Model):
             yield TextDelta(parsed.message)
         if parsed.tool_call is not None:
             yield ToolCallEvent(parsed.tool_call)
+        usage = getattr(self.transport, "last_usage", None)
+        if isinstance(usage, Usage):
+            yield usage
         yield Finish("tool_calls" if parsed.tool_call is not None else "stop")
 
     def _too_long(self, adding: int) -> bool:
@@ -108,6 +134,28 @@ class TextProtocolModel(Model):
         if self.opened:
             return with_reminder(new or "Continue with the task.")
         return with_reminder(opening_message(request.tools, messages, last, new))
+
+    def current_chat(self) -> HeldChat | None:
+        """The open chat, for ``switch_chat`` to come back to; None when the transport cannot
+        reopen chats (``conversation_url`` / ``open_conversation``) or none is open yet."""
+        url = getattr(self.transport, "conversation_url", None)
+        if not self.opened or not isinstance(url, str) or not url:
+            return None
+        if not hasattr(self.transport, "open_conversation"):
+            return None
+        return HeldChat(url, self.conversation_chars)
+
+    async def switch_chat(self, chat: HeldChat | None) -> None:
+        """Send the next message to ``chat`` (one server, several conversations: the bridge),
+        or with None to a new chat, which opens with the protocol, the tools and the steps."""
+        if chat is not None:
+            await self.transport.open_conversation(chat.url)  # type: ignore[attr-defined]
+            self.opened, self.conversation_chars = True, chat.chars
+            return
+        start = getattr(self.transport, "start_conversation", None)
+        if start is not None:
+            await start()
+        self.opened, self.conversation_chars = False, 0
 
     async def aclose(self) -> None:
         close = getattr(self.transport, "aclose", None)

@@ -2,13 +2,21 @@
 
 Seed 000 §5.4, in order: strip surrounding whitespace and one Markdown code fence, refuse
 DTDs / entities / processing instructions, locate the single ``<agent_response>`` root, parse
-it (defused, CDATA-aware), check ``done`` / ``message`` / ``tool_call``, look the tool up and
+it (defused, CDATA-aware), check ``done`` / ``message`` / ``xclaw_call``, look the tool up and
 convert ``<args>`` by its JSON schema. Nothing runs here, and no input raises: every failure is
 a ``ProtocolError`` with a stable code, a plain sentence and feedback for the model.
 
 Text before or after the root is tolerated and reported in ``ParsedTurn.ignored_text``
-(models often say a word before the XML); a ``<tool_call>`` or a second root out there is an
-error, since acting on it or dropping it silently would both be guesses.
+(models often say a word before the XML); a call or a second root out there is an error, since
+acting on it or dropping it silently would both be guesses. The call is ``<xclaw_call>``; the
+seed's ``<tool_call>`` is read too (see ``protocol_render`` for why the name changed).
+
+A reply whose closing tags were swallowed is accepted when nothing else is wrong: models that
+emit a closing tag as a special token stop generating there, and the server prints nothing of
+it, so the reply ends right after ``</args>``. When the reply ends with a complete tag and only
+``<agent_response>`` and the call are still open, they are closed and the reply parsed as it
+would have been; ``ParsedTurn.closed_tags`` names what was added. Anything still open inside
+them (an argument, a CDATA section, ``<message>``) means the reply was cut, and stays an error.
 """
 
 from __future__ import annotations
@@ -17,19 +25,21 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from xclaw.core.messages import ToolCallPart
 from xclaw.core.tooling import ToolSpec
 from xclaw.models.text.protocol_args import ArgumentProblems, convert_arguments
-from xclaw.models.text.protocol_render import render_tool
+from xclaw.models.text.protocol_render import CALL_TAG, SEED_CALL_TAG, render_tool
 from xclaw.models.text.protocol_xml import Node, XmlFailure, line_col, outside_cdata, parse_element
 
 MAX_REPLY_CHARS = 8_000_000
 _FENCE = re.compile(r"\A(```|~~~)[^\n`]*\n(?P<body>.*)\n[ \t]*\1\Z", re.DOTALL)
 _ROOT = re.compile(r"<agent_response(?=[\s/>])")
-_TOOL_CALL = re.compile(r"<tool_call(?=[\s/>])")
+_TOOL_CALL = re.compile(rf"<(?:{CALL_TAG}|{SEED_CALL_TAG})(?=[\s/>])")
+_CALL_TAGS = (CALL_TAG, SEED_CALL_TAG)
+_CLOSABLE = frozenset({"agent_response", *_CALL_TAGS})  # may lose their closing tags
 _UNSAFE = re.compile(r"<!DOCTYPE|<!ENTITY|<\?(?!xml\s[^>]*\?>)")
 _Where = Callable[[int], tuple[int, int]]
 _CDATA_HINT = "Put code, commands and any text with <, & or ]]> inside <![CDATA[ ... ]]>."
@@ -42,6 +52,7 @@ class ParsedTurn:
     message: str
     tool_call: ToolCallPart | None = None
     ignored_text: str = ""  # text around the root, kept for diagnostics only
+    closed_tags: tuple[str, ...] = ()  # closing tags the reply lacked, added by the parser
 
     def to_dict(self) -> dict[str, Any]:
         call = self.tool_call
@@ -55,6 +66,7 @@ class ParsedTurn:
                 else None
             ),
             "ignored_text": self.ignored_text,
+            "closed_tags": list(self.closed_tags),
         }
 
 
@@ -139,6 +151,10 @@ def _parse(text: str, tools: Sequence[ToolSpec], identity: str) -> ParsedTurn | 
             f"{_RESEND} Use the format in <agent_protocol>; plain prose is not read.",
         )
     parsed = parse_element(body, root_at.start())
+    closers = _swallowed_closers(parsed, body)
+    if closers:
+        body += "".join(f"</{tag}>" for tag in closers)
+        parsed = parse_element(body, root_at.start())
     if isinstance(parsed, XmlFailure):
         return _xml_failure(parsed, where)
     root, end = parsed
@@ -146,7 +162,22 @@ def _parse(text: str, tools: Sequence[ToolSpec], identity: str) -> ParsedTurn | 
     misplaced = _check_outside(body[end:], outside)
     if misplaced is not None:
         return misplaced
-    return _read_turn(root, tools, outside, body.replace("\r\n", "\n"), identity)
+    turn = _read_turn(root, tools, outside, body.replace("\r\n", "\n"), identity)
+    if closers and isinstance(turn, ParsedTurn):
+        turn = replace(turn, closed_tags=closers)
+    return turn
+
+
+def _swallowed_closers(parsed: tuple[Node, int] | XmlFailure, body: str) -> tuple[str, ...]:
+    """The closing tags to add when the reply ends right after a complete tag while only the
+    root and the call are open (innermost first); () when the reply is anything else."""
+    if not isinstance(parsed, XmlFailure) or parsed.unsafe or not parsed.open_tags:
+        return ()
+    if parsed.detail != "no element found" or not body.rstrip().endswith(">"):
+        return ()
+    if not set(parsed.open_tags) <= _CLOSABLE:
+        return ()
+    return tuple(reversed(parsed.open_tags))
 
 
 def _find_unsafe(body: str, where: _Where) -> ProtocolError | None:
@@ -197,7 +228,7 @@ def _check_outside(after: str, outside: str) -> ProtocolError | None:
     if _TOOL_CALL.search(outside):
         return ProtocolError(
             "PROTOCOL_TOOL_CALL_OUTSIDE_ROOT",
-            "A <tool_call> appears outside <agent_response>.",
+            f"A <{CALL_TAG}> appears outside <agent_response>.",
             f"{_RESEND} The tool call goes inside it.",
         )
     return None
@@ -222,14 +253,15 @@ def _collect(root: Node) -> _Fields | ProtocolError:
             f"{_RESEND} Without namespaces or prefixes.",
         )
     fields = _Fields([], [], [])
-    slots = {"done": fields.done, "message": fields.message, "tool_call": fields.calls}
+    slots = {"done": fields.done, "message": fields.message}
+    slots.update(dict.fromkeys(_CALL_TAGS, fields.calls))
     for child in root.children:
         slot = slots.get(child.tag)
         if slot is None:
             return _problem(
                 "PROTOCOL_UNEXPECTED_ELEMENT",
                 f"<agent_response> contains <{child.tag}>.",
-                f"{_RESEND} It may contain only <done>, <message> and one <tool_call>.",
+                f"{_RESEND} It may contain only <done>, <message> and one <{CALL_TAG}>.",
             )
         slot.append(child)
     if root.has_text():
@@ -286,7 +318,7 @@ def _check_combination(done: bool, said: str, calls: list[Node]) -> ProtocolErro
     if len(calls) > 1:
         return _problem(
             "PROTOCOL_MULTIPLE_TOOL_CALLS",
-            f"The reply has {len(calls)} <tool_call> elements; at most one is allowed.",
+            f"The reply has {len(calls)} <{CALL_TAG}> elements; at most one is allowed.",
             "Nothing ran. Send one tool call per reply and wait for its <tool_result> before "
             "the next.",
             said,
@@ -294,7 +326,7 @@ def _check_combination(done: bool, said: str, calls: list[Node]) -> ProtocolErro
     if done and calls:
         return _problem(
             "PROTOCOL_DONE_WITH_TOOL_CALL",
-            "done=true cannot come with a <tool_call>.",
+            f"done=true cannot come with a <{CALL_TAG}>.",
             "Nothing ran. If you still need the tool, send <done>false</done> with the call; "
             "finish with <done>true</done> and no tool call once its result is in.",
             said,
@@ -302,8 +334,8 @@ def _check_combination(done: bool, said: str, calls: list[Node]) -> ProtocolErro
     if not done and not calls:
         return _problem(
             "PROTOCOL_NO_TOOL_CALL",
-            "done=false, but the reply has no <tool_call>.",
-            "Continue with one <tool_call>, or, if the task is finished and verified, reply "
+            f"done=false, but the reply has no <{CALL_TAG}>.",
+            f"Continue with one <{CALL_TAG}>, or, if the task is finished and verified, reply "
             "with <done>true</done> and a summary in <message>.",
             said,
         )
@@ -352,8 +384,8 @@ def _read_call(
     if what:
         return _problem(
             "PROTOCOL_BAD_TOOL_CALL",
-            f"The <tool_call> {what}.",
-            f'{_RESEND} Write <tool_call name="TOOL"><args>...</args></tool_call>, each '
+            f"The <{CALL_TAG}> {what}.",
+            f'{_RESEND} Write <{CALL_TAG} name="TOOL"><args>...</args></{CALL_TAG}>, each '
             "argument an element inside <args>.",
             said,
         )

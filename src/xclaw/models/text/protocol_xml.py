@@ -58,6 +58,7 @@ class XmlFailure:
     unsafe: bool
     detail: str
     offset: int  # character offset into the text that was parsed
+    open_tags: tuple[str, ...] = ()  # elements still open where parsing stopped, outermost first
 
 
 class UnsafeXml(Exception):
@@ -143,7 +144,8 @@ def parse_element(text: str, start: int) -> tuple[Node, int] | XmlFailure:
         return XmlFailure(True, _describe_unsafe(err), start + _error_offset(data, expat))
     except ParseError as err:
         detail = str(err).split(":", 1)[0]
-        return XmlFailure(False, detail, start + _error_offset(data, expat))
+        still_open = tuple(node.tag for node in builder.stack)
+        return XmlFailure(False, detail, start + _error_offset(data, expat), still_open)
     # close() succeeded without the root closing: cannot happen with expat, but stay total.
     return XmlFailure(False, "the element never closes", len(text))
 
