@@ -6,7 +6,9 @@ k=60, over the top 20 of each side) as the peer's way to combine the same two ra
     python bench/memory_eval.py --weights 0.5,0.5
 
 The set: tests/memory/data (README.md there says how it was made). A query counts as recalled
-when a passage holding its answer is in the top 5.
+when a passage holding its answer is in the top 5. The last two rows are what recall puts in
+the prompt: "recall (before)" the hybrid top 5 with a blended score >= 0.1 (the rule before
+issue 24), "recall" the hybrid rank with the vector-similarity floor (RecallLimits).
 """
 
 from __future__ import annotations
@@ -39,19 +41,19 @@ def main() -> None:
         f"{shown.vector} / keyword {shown.keyword}; committed vectors vs live model: min cosine "
         f"{run.min_sample_cosine:.4f}; {run.seconds:.0f} s"
     )
-    modes = (*ev.MODES, "rrf")
-    print(f"{'mode':14}{'recall@5':>10}{'MRR@5':>8}")
+    modes = (*ev.MODES, "rrf", *ev.RECALL_MODES)
+    labels = {"rrf": "rrf (peer)", "recall_before": "recall (before)"}
+    print(f"{'mode':16}{'recall@5':>10}{'MRR@5':>8}")
     for m in modes:
-        label = "rrf (peer)" if m == "rrf" else m
-        print(f"{label:14}{run.scores.recall(m):>10.3f}{run.scores.mrr(m):>8.3f}")
+        print(f"{labels.get(m, m):16}{run.scores.recall(m):>10.3f}{run.scores.mrr(m):>8.3f}")
     best_single = max(run.scores.recall("vector"), run.scores.recall("keyword"))
     print(
         f"hybrid / best single side: {run.scores.recall('hybrid') / best_single:.3f}x; "
         f"hybrid / rrf: {run.scores.recall('hybrid') / run.scores.recall('rrf'):.3f}x"
     )
-    print(f"\n{'group':18}{'n':>5}" + "".join(f"{m:>10}" for m in modes))
+    print(f"\n{'group':18}{'n':>5}" + "".join(f"{m[:13]:>14}" for m in modes))
     for group, row in sorted(run.per_group.items()):
-        cells = "".join(f"{row.get(m, float('nan')):>10.3f}" for m in modes)
+        cells = "".join(f"{row.get(m, float('nan')):>14.3f}" for m in modes)
         print(f"{group:18}{int(row['n']):>5}{cells}")
 
 

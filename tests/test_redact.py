@@ -328,3 +328,11 @@ def test_line_redactor_masks_a_cut_key_to_the_end() -> None:
     lines += stream.feed("AAAA\n") + stream.flush()
     assert lines == [MASK]
     assert stream.feed("plain again\n") == ["plain again"]
+
+
+def test_a_text_found_clean_is_masked_once_its_secret_is_registered() -> None:
+    text = "the deploy answered with later-registered-value-91"
+    assert redact(text) == text  # clean now, so remembered as clean...
+    assert redact(text) == text
+    register_secret("later-registered-value-91")  # ...until the known values change
+    assert redact(text) == f"the deploy answered with {MASK}"

@@ -1,7 +1,11 @@
 """xclaw — a local-first AI agent harness.
 
-    from xclaw import Agent, ScriptedModel
+    from xclaw import Agent, ScriptedModel, build_agent
     result = await Agent(model=ScriptedModel([...]), workdir="./proj").run("task")
+
+``Agent(...)`` is exactly what it is given (no configuration read). ``build_agent(workdir,
+model=...)`` is the agent ``xclaw run`` builds: the user's and the project's configuration,
+enabled plugins and skills, limits, sandbox, approval mode, MCP servers and session store.
 
 Names are imported on first use (PEP 562), so ``xclaw --help`` does not pay for SQLAlchemy,
 the provider SDKs or the tool set.
@@ -14,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from xclaw.coding.agent import Agent
+    from xclaw.compose.coding import CodingRuntime, build_agent
     from xclaw.core.errors import (
         ConfigError,
         LimitExceeded,
@@ -38,6 +43,7 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "Agent": "xclaw.coding.agent",
+    "CodingRuntime": "xclaw.compose.coding",
     "ConfigError": "xclaw.core.errors",
     "Event": "xclaw.core.events",
     "EventBus": "xclaw.core.events",
@@ -65,6 +71,7 @@ _LAZY: dict[str, str] = {
     "ToolRegistry": "xclaw.tools.registry",
     "ToolResult": "xclaw.core.messages",
     "XclawError": "xclaw.core.errors",
+    "build_agent": "xclaw.compose.coding",
     "tool": "xclaw.tools.base",
 }
 
@@ -80,6 +87,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Agent",
+    "CodingRuntime",
     "ConfigError",
     "Event",
     "EventBus",
@@ -107,5 +115,6 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "XclawError",
+    "build_agent",
     "tool",
 ]

@@ -295,7 +295,23 @@ class RecallConfig(BaseModel):
     top_k: int = Field(5, ge=1, le=50)
     window_fraction: float = Field(0.05, gt=0, le=0.5)  # share of the model's window
     max_tokens: int = Field(1_500, ge=50)  # and never more than this
-    min_score: float = Field(0.1, ge=0, le=1)  # hybrid score; unrelated text scores ~0.05
+    # Floor on the vector similarity (not the blended score): measured on the labelled set,
+    # 0.15 keeps recall@5 at its best; the user's preferences are considered whatever it is.
+    min_similarity: float = Field(0.15, ge=-1, le=1)
+    preferences: int = Field(5, ge=0, le=50)  # user-scope preferences always considered
+    kb_passages: int = Field(3, ge=0, le=20)  # knowledge-base passages beside the facts
+    kb_chars: int = Field(1_800, ge=0)  # and at most this many characters of them
+    min_score: float | None = Field(None, ge=0, le=1)  # replaced: refused with a pointer
+
+    @field_validator("min_score")
+    @classmethod
+    def _replaced(cls, value: float | None) -> float | None:
+        if value is not None:
+            raise ValueError(
+                "min_score (a floor on the blended score) is replaced by min_similarity, a "
+                "floor on the vector similarity (default 0.15): rename it"
+            )
+        return value
 
 
 class ExtractConfig(BaseModel):

@@ -117,7 +117,7 @@ def test_pipeline_feeds_each_delivery_into_the_next_step(
                         **expect(
                             "Analyse: extracted 2 quarters",
                             '"quarters": 2',
-                            f"facts={root / 'facts.json'}",
+                            "facts=facts.json",  # the model sees paths relative to the root
                         ),
                         **call("fs.read", path="facts.json"),
                     },

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from fixture_server import FixtureSite
+from fixture_server import SITE_2026_DIR, FixtureSite
 from web_support import BROWSER, browser_options, web_options
 
 from xclaw.browser import BrowserManager
@@ -49,6 +49,32 @@ def make_transport(site: FixtureSite, shared_browser: BrowserManager) -> Any:
     def make(**kwargs: Any) -> ChatGPTWebTransport:
         hooks = {k: kwargs.pop(k) for k in ("on_takeover", "on_event", "on_delta") if k in kwargs}
         return ChatGPTWebTransport(web_options(site, **kwargs), manager=shared_browser, **hooks)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def fixture_site_2026_server() -> Iterator[FixtureSite]:
+    site = FixtureSite(site_dir=SITE_2026_DIR).start()
+    yield site
+    site.stop()
+
+
+@pytest.fixture
+def site_2026(fixture_site_2026_server: FixtureSite) -> FixtureSite:
+    """The 2026 fixture site, reset."""
+    fixture_site_2026_server.reset()
+    return fixture_site_2026_server
+
+
+@pytest.fixture
+def make_transport_2026(site_2026: FixtureSite, shared_browser: BrowserManager) -> Any:
+    """``make_transport`` for the 2026 site."""
+
+    def make(**kwargs: Any) -> ChatGPTWebTransport:
+        hooks = {k: kwargs.pop(k) for k in ("on_takeover", "on_event", "on_delta") if k in kwargs}
+        options = web_options(site_2026, **kwargs)
+        return ChatGPTWebTransport(options, manager=shared_browser, **hooks)
 
     return make
 

@@ -1,10 +1,21 @@
 """A stand-in for the ChatGPT web page, served on loopback, for the web adapter's tests.
 
-The page (``fixture_site/``: index.html, app.js, style.css) is our own code reproducing the
-states the adapter must handle: signed in or out, verification challenges (strong and weak
-evidence), a streamed reply with a stop button then a finished turn with a copy button, a
-"thinking" preamble that looks finished, a mode menu (disabled items, an empty first render),
-error banners, a file input, and conversation URLs ``/c/<id>`` that reload a conversation.
+Two sites, same server and switches: ``fixture_site/`` (the 2025 page: article turns, a header
+model switcher) and ``fixture_site_2026/`` (written from public records of the 2026 page:
+section turns with ``data-turn``, the ``__composer-pill`` opening a picker whose rows carry
+effort controls with ``model-switcher-`` test ids, toasts for limits, in-turn errors with a
+Retry button). Each is our own code reproducing the states the adapter must handle: signed in
+or out, verification challenges (strong and weak evidence), a streamed reply with a stop
+button then a finished turn with a copy button, a "thinking" preamble that looks finished, a
+mode menu (disabled items, an empty first render), error banners, a file input, and
+conversation URLs ``/c/<id>`` that reload a conversation.
+
+Page variants (``variant``): ``current``; ``outdated`` (no composer the adapter knows);
+``renamed`` (ids and test ids renamed: only the fallbacks match); ``no_action_bar`` (finished
+turns without an action bar); ``no_copy`` (an action bar without a copy button); and
+``flat_insert``. Per reply: a preamble (``thinking``), a banner until cleared (``banner``), a
+stall mid-way (``cut_ms``), an error with a Retry button (``error``), a stream that never ends
+(``endless``, also after a reload), and signing out once it is answered (``sign_out_after``).
 
 Tests drive it through ``FixtureSite`` in the same process (``configure``, ``queue``,
 ``use_script``, ``posted``); a person can drive it over HTTP (``POST /__control`` with JSON).
@@ -31,6 +42,7 @@ from typing import Any
 from xclaw.models.text.transport import ScriptedReply, ScriptedTransport
 
 SITE_DIR = Path(__file__).parent / "fixture_site"
+SITE_2026_DIR = Path(__file__).parent / "fixture_site_2026"
 DEMO_SCRIPT = Path(__file__).parents[2] / "src" / "xclaw" / "coding" / "demo" / "script.yaml"
 # Secrets the page carries, so tests can check a diagnostic bundle masks them.
 SECRET_JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJmaXh0dXJlLXVzZXIifQ.c2lnbmF0dXJlLWZpeHR1cmU"
@@ -39,6 +51,13 @@ DEFAULT_MENU = (
     {"slug": "gpt-5-instant", "label": "Sofort"},
     {"slug": "gpt-5-thinking", "label": "Denken"},
     {"slug": "gpt-5-pro", "label": "Profi"},
+)
+# The 2026 picker: rows with effort controls inside them, and a submenu of older models.
+MENU_2026 = (
+    {"slug": "gpt-5-3", "label": "Instantané"},
+    {"slug": "gpt-5-5-thinking", "label": "Réflexion", "effort": True},
+    {"slug": "gpt-5-5-pro", "label": "Pro", "effort": True},
+    {"slug": "legacy-models", "label": "Anciens modèles", "submenu": True},
 )
 _CONVERSATION = re.compile(r"^/backend-api/conversation/([A-Za-z0-9-]+)$")
 _PAGE = re.compile(r"^/(c/[A-Za-z0-9-]+/?)?$")
@@ -53,14 +72,19 @@ class Reply:
     banner: str | None = None  # an error banner halfway through, until ``clear_banner``
     chunk: int = 40  # characters per streamed step
     interval_ms: int = 15  # between steps
+    cut_ms: int = 0  # halfway: the stream stalls this long, stop button gone, then goes on
+    error: str | None = None  # halfway: the stream ends in this error, with a Retry button
+    endless: bool = False  # halfway: the stream goes quiet and never ends, even after a reload
+    sign_out_after: bool = False  # the session ends once this reply is answered
 
 
 @dataclass
 class SiteState:
     auth: str = "in"  # "in" | "out"
     challenge: str | None = None  # None | "strong" | "weak"
-    # "current", "outdated" (the composer moved), "no_action_bar", "flat_insert" (the editor
-    # flattens newlines in inserted text)
+    # "current", "outdated" (no composer the adapter knows), "renamed" (ids and test ids
+    # renamed), "no_action_bar", "no_copy" (an action bar without a copy button), "flat_insert"
+    # (the editor flattens newlines in inserted text)
     variant: str = "current"
     copy: str = "clipboard"  # "clipboard" | "execcommand" | "broken"
     menu: list[dict[str, Any]] = field(default_factory=lambda: [dict(i) for i in DEFAULT_MENU])
@@ -74,8 +98,9 @@ class SiteState:
 class FixtureSite:
     """The server and its state. ``url`` ends with '/'."""
 
-    def __init__(self, port: int = 0) -> None:
-        self.state = SiteState()
+    def __init__(self, port: int = 0, site_dir: Path = SITE_DIR) -> None:
+        self.site_dir = site_dir
+        self.state = self.fresh_state()
         self.lock = threading.Lock()
         self.replies: deque[Reply] = deque()
         self.scripted: ScriptedTransport | None = None
@@ -100,9 +125,18 @@ class FixtureSite:
 
     # -- control -------------------------------------------------------------------------
 
+    @property
+    def year(self) -> str:
+        return "2026" if self.site_dir == SITE_2026_DIR else "2025"
+
+    def fresh_state(self) -> SiteState:
+        if self.year == "2025":
+            return SiteState()
+        return SiteState(menu=[dict(i) for i in MENU_2026], current_mode="gpt-5-3")
+
     def reset(self) -> None:
         with self.lock:
-            self.state = SiteState()
+            self.state = self.fresh_state()
             self.replies.clear()
             self.scripted = None
 
@@ -136,6 +170,8 @@ class FixtureSite:
         """A message from the page: store it, pick the reply, say how to play it."""
         text = str(body.get("text", ""))
         with self.lock:
+            if self.state.auth != "in":
+                return {"error": "unauthorized"}
             cid = body.get("conversation_id") or uuid.uuid4().hex[:12]
             self.state.posted.append(
                 {
@@ -154,9 +190,18 @@ class FixtureSite:
                 reply = Reply(f"[fixture script error] {err}")
         if reply is None:
             reply = Reply("(the fixture has no reply queued)")
+        answer: dict[str, Any] = {"role": "assistant", "text": reply.text}
+        if reply.endless:  # a reload shows it still running, half written
+            answer = {
+                "role": "assistant",
+                "text": reply.text[: len(reply.text) // 2],
+                "endless": True,
+            }
         with self.lock:
             history = self.state.conversations.setdefault(cid, [])
-            history += [{"role": "user", "text": text}, {"role": "assistant", "text": reply.text}]
+            history += [{"role": "user", "text": text}, answer]
+            if reply.sign_out_after:
+                self.state.auth = "out"
         return {"conversation_id": cid, "reply": asdict(reply)}
 
     def page_config(self) -> dict[str, Any]:
@@ -202,8 +247,14 @@ def _json(handler: BaseHTTPRequestHandler, value: Any, status: int = 200) -> Non
     _send(handler, status, json.dumps(value).encode(), "application/json")
 
 
-def _html(name: str) -> bytes:
-    text = (SITE_DIR / name).read_text(encoding="utf-8")
+def _file(site: FixtureSite, name: str) -> Path:
+    """The site's own file, else the 2025 site's (the challenge pages are not ChatGPT's)."""
+    own = site.site_dir / name
+    return own if own.exists() else SITE_DIR / name
+
+
+def _html(site: FixtureSite, name: str) -> bytes:
+    text = _file(site, name).read_text(encoding="utf-8")
     return text.replace("{{SECRET_JWT}}", SECRET_JWT).replace("{{SECRET_KEY}}", SECRET_KEY).encode()
 
 
@@ -212,12 +263,12 @@ def _get(site: FixtureSite, h: BaseHTTPRequestHandler) -> None:
     challenge = site.state.challenge
     if path in ("/app.js", "/style.css"):
         kind = "text/javascript" if path.endswith(".js") else "text/css"
-        _send(h, 200, (SITE_DIR / path[1:]).read_bytes(), kind + "; charset=utf-8")
+        _send(h, 200, _file(site, path[1:]).read_bytes(), kind + "; charset=utf-8")
     elif path == "/api/challenge":
         _json(h, {"challenge": challenge})
     elif challenge and (path == "/api/auth/session" or _PAGE.match(path)):
         status = 403 if path.startswith("/api/") else 200
-        _send(h, status, _html(f"challenge_{challenge}.html"), "text/html; charset=utf-8")
+        _send(h, status, _html(site, f"challenge_{challenge}.html"), "text/html; charset=utf-8")
     elif path == "/api/auth/session":
         signed_in = site.state.auth == "in"
         user = {"id": "user-fixture", "name": "Fixture User", "email": "fixture@example.invalid"}
@@ -231,9 +282,9 @@ def _get(site: FixtureSite, h: BaseHTTPRequestHandler) -> None:
         else:
             _json(h, {"messages": history})
     elif path == "/auth/login":
-        _send(h, 200, _html("login.html"), "text/html; charset=utf-8")
+        _send(h, 200, _html(site, "login.html"), "text/html; charset=utf-8")
     elif _PAGE.match(path):
-        _send(h, 200, _html("index.html"), "text/html; charset=utf-8")
+        _send(h, 200, _html(site, "index.html"), "text/html; charset=utf-8")
     else:
         _json(h, {"error": "not found"}, 404)
 
@@ -241,7 +292,8 @@ def _get(site: FixtureSite, h: BaseHTTPRequestHandler) -> None:
 def _post(site: FixtureSite, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     path = h.path.split("?", 1)[0]
     if path == "/backend-api/conversation":
-        _json(h, site.answer(body))
+        answer = site.answer(body)
+        _json(h, answer, 401 if "error" in answer else 200)
     elif path == "/backend-api/mode":
         site.configure(current_mode=str(body["slug"]))
         _json(h, {"ok": True})
@@ -265,8 +317,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--script", help="'demo' or a script file: answer in the XML protocol")
     parser.add_argument("--logged-out", action="store_true")
+    parser.add_argument("--site", choices=("2025", "2026"), default="2025")
     args = parser.parse_args()
-    site = FixtureSite(args.port)
+    site = FixtureSite(args.port, SITE_2026_DIR if args.site == "2026" else SITE_DIR)
     if args.script:
         from xclaw.models.scripted import load_script
         from xclaw.models.text.transport import script_to_xml
@@ -283,7 +336,17 @@ def main() -> None:
         site.stop()
 
 
-__all__ = ["DEMO_SCRIPT", "FixtureSite", "Reply", "ScriptedReply", "SECRET_JWT", "SECRET_KEY"]
+__all__ = [
+    "DEMO_SCRIPT",
+    "MENU_2026",
+    "SITE_2026_DIR",
+    "SITE_DIR",
+    "FixtureSite",
+    "Reply",
+    "ScriptedReply",
+    "SECRET_JWT",
+    "SECRET_KEY",
+]
 
 if __name__ == "__main__":
     main()

@@ -12,7 +12,7 @@ import pytest
 from fixture_server import SECRET_JWT, SECRET_KEY, FixtureSite, Reply
 from web_support import FAST, Events, needs_browser
 
-from xclaw.core.errors import ModelRequestRejected, ModelUnavailable, ProtocolViolation
+from xclaw.core.errors import EndRun, ModelRequestRejected, ModelUnavailable, ProtocolViolation
 from xclaw.dirs import data_dir
 from xclaw.models.chatgpt_web import ADAPTER_VERSION, AuthState, Takeover
 
@@ -26,10 +26,10 @@ async def test_signed_out_is_reported_without_sending_anything(
     events = Events()
     transport = make_transport(on_event=events)
     assert await transport.auth_state() is AuthState.LOGGED_OUT
-    with pytest.raises(ModelRequestRejected) as caught:
+    with pytest.raises(EndRun) as caught:  # a pause: the session resumes once signed in
         await transport.send("hello")
-    assert caught.value.code == "WEB_LOGIN_REQUIRED"
-    assert "xclaw login" in caught.value.hint
+    assert caught.value.code == "WEB_LOGIN_REQUIRED" and caught.value.status == "interrupted"
+    assert "xclaw login" in caught.value.message
     assert events.of("browser.auth_required")
     assert site.posted == []
 
@@ -61,6 +61,18 @@ async def test_a_sign_in_page_means_signed_out_and_login_waits_for_the_person(
     await transport.wait_for_manual_login(timeout_s=5)
     await signing_in
     assert await transport.auth_state() is AuthState.LOGGED_IN
+
+
+async def test_login_without_a_window_fails_at_once_instead_of_waiting(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.configure(auth="out")
+    transport = make_transport(headless_takeover="fail")
+    started = time.monotonic()
+    with pytest.raises(ModelRequestRejected) as caught:
+        await transport.wait_for_manual_login(timeout_s=60)
+    assert caught.value.code == "WEB_LOGIN_REQUIRED" and "without --headless" in caught.value.hint
+    assert time.monotonic() - started < 10
 
 
 async def test_login_wait_gives_up_with_the_login_code(
@@ -164,16 +176,43 @@ async def test_an_outdated_composer_is_an_adapter_error_with_a_redacted_bundle(
     assert site.posted == []
 
 
-async def test_a_turn_that_never_gets_its_action_bar_is_an_adapter_error(
+async def test_a_turn_without_an_action_bar_completes_when_quiet_and_is_read_from_the_dom(
     site: FixtureSite, make_transport: Any
 ) -> None:
     site.configure(variant="no_action_bar")
     site.queue("Finished, but drawn without the action bar we look for.")
-    transport = make_transport(timeouts=dataclasses.replace(FAST, action_bar_grace_s=0.4))
+    events = Events()
+    transport = make_transport(on_event=events)
+    assert (
+        await transport.send("hello") == "Finished, but drawn without the action bar we look for."
+    )
+    assert events.of("conversation.reply_read") == [
+        {"source": "dom", "why": "the turn has no copy button we know", "chars": 55}
+    ]
+
+
+async def test_a_mode_asked_for_strictly_is_an_error_instead_of_a_fallback(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.configure(menu=[{**m, "disabled": m["slug"] == "gpt-5-pro"} for m in site.state.menu])
+    transport = make_transport(mode="pro", mode_strict=True)
     with pytest.raises(ModelRequestRejected) as caught:
         await transport.send("hello")
-    assert caught.value.code == "WEB_ADAPTER_OUTDATED"
-    assert "copy button" in caught.value.message
+    assert caught.value.code == "WEB_MODE_UNAVAILABLE" and "rate-limited" in caught.value.message
+    assert site.posted == []
+
+
+async def test_a_headless_takeover_fails_at_once_with_a_readable_code(
+    site: FixtureSite, make_transport: Any
+) -> None:
+    site.queue(Reply("Never finished, an error came.", error="Etwas ist schiefgelaufen."))
+    seen: list[Takeover] = []
+    transport = make_transport(on_takeover=seen.append, headless_takeover="fail")
+    with pytest.raises(ModelRequestRejected) as caught:
+        await transport.send("hello")
+    err = caught.value
+    assert err.code == "WEB_TAKEOVER_HEADLESS" and "Etwas ist schiefgelaufen." in err.message
+    assert "Takeover(" not in str(err) and seen == []  # nobody is asked: there is no window
 
 
 async def test_a_missing_conversation_is_reported(site: FixtureSite, make_transport: Any) -> None:
@@ -204,3 +243,16 @@ async def test_a_reply_blocked_by_a_banner_nobody_clears_times_out(
     with pytest.raises(ModelUnavailable) as caught:
         await transport.send("hello")
     assert caught.value.code == "WEB_TAKEOVER_TIMEOUT" and len(seen) == 1
+
+
+async def test_an_action_bar_without_a_copy_button_ends_the_turn_and_the_dom_is_read(
+    site_2026: FixtureSite, make_transport_2026: Any
+) -> None:
+    """The 2026 page's bar with its copy button gone: the bar still ends the turn (no quiet
+    wait), and the finished <section> turn is read from the DOM."""
+    site_2026.configure(variant="no_copy")
+    site_2026.queue("Lu depuis la page, sans bouton copier.")
+    events = Events()
+    transport = make_transport_2026(on_event=events, timeouts=dataclasses.replace(FAST, quiet_s=30))
+    assert await transport.send("bonjour") == "Lu depuis la page, sans bouton copier."
+    assert events.of("conversation.reply_read")[0]["source"] == "dom"

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import pytest
 
+from xclaw.core.errors import ConfigError
 from xclaw.models.chatgpt_web.completion import CompletionGate, TurnSnapshot
-from xclaw.models.chatgpt_web.modes import MenuItem, choose_mode, current_mode, match_score
+from xclaw.models.chatgpt_web.modes import (
+    MenuItem,
+    choose_mode,
+    current_mode,
+    match_score,
+    split_mode,
+)
+from xclaw.models.chatgpt_web.options import timeouts_from
 
 POLL = 0.1
 
 
 def _gate() -> CompletionGate:
-    return CompletionGate(2, stable_window_s=0.5, finished_polls=3)
+    return CompletionGate(2, stable_window_s=0.5, finished_polls=3, quiet_s=2.0)
 
 
 def _feed(gate: CompletionGate, snaps: list[TurnSnapshot], start: float = 0.0) -> int | None:
@@ -38,11 +46,25 @@ def test_no_new_turn_never_completes() -> None:
     assert _feed(_gate(), [_snap("old", bar=True, turns=2)] * 20) is None
 
 
-def test_a_still_preamble_without_an_action_bar_does_not_complete() -> None:
+def test_a_still_preamble_shorter_than_the_quiet_window_does_not_complete() -> None:
     gate = _gate()
-    preamble = [_snap("Thinking...")] * 15  # still, no stop button, no action bar
+    preamble = [_snap("Thinking...")] * 15  # still, no stop button, no action bar: 1.5 s
     assert _feed(gate, preamble) is None
-    assert gate.idle_without_bar(15 * POLL) > 0.5  # noticed, for the outdated-bar limit
+    assert not gate.without_bar
+
+
+def test_a_quiet_turn_without_any_action_bar_completes_after_the_quiet_window() -> None:
+    gate = _gate()
+    snaps = [_snap("a", generating=True), _snap("ab")] + [_snap("ab")] * 30
+    # quiet from poll 1 (stop gone, text still); quiet_s 2.0 -> poll 21, read without a bar.
+    assert _feed(gate, snaps) == 21
+    assert gate.without_bar
+
+
+def test_the_quiet_window_restarts_when_the_text_moves_again() -> None:
+    cut = [_snap("half")] * 15 + [_snap("half and", generating=True)] * 3
+    rest = [_snap("half and more")] * 30
+    assert _feed(_gate(), cut + rest) == 18 + 20  # 2.0 s after the stream's last change
 
 
 def test_an_action_bar_that_flashes_by_does_not_complete() -> None:
@@ -120,3 +142,34 @@ def test_a_missing_target_keeps_the_mode() -> None:
     assert choose_mode("o1 mini", MENU).reason == "target_missing"
     assert choose_mode("pro", []).reason == "target_missing"
     assert current_mode(MENU) == "gpt-5-instant"
+
+
+def test_the_2026_effort_controls_are_not_modes_once_filtered() -> None:
+    """``choose_mode`` sees rows only (``scripts.MENU_ITEMS`` drops the effort controls): a
+    rate-limited Pro falls back to the Thinking row."""
+    rows = [
+        MenuItem("gpt-5-3", checked=True),
+        MenuItem("gpt-5-5-thinking"),
+        MenuItem("gpt-5-5-pro", disabled=True),
+    ]
+    choice = choose_mode("pro", rows)
+    assert choice.item == rows[1] and choice.reason == "rate_limited_fallback"
+
+
+@pytest.mark.parametrize(
+    ("spec", "split"),
+    [("pro", ("pro", False)), ("pro!", ("pro", True)), ("!", (None, False)), (None, (None, False))],
+)
+def test_a_trailing_bang_asks_for_the_mode_strictly(
+    spec: str | None, split: tuple[str | None, bool]
+) -> None:
+    assert split_mode(spec) == split
+
+
+def test_web_timeouts_come_from_one_variable_and_bad_ones_are_coded() -> None:
+    t = timeouts_from("turn_s=2.5, finished_polls=4")
+    assert (t.turn_s, t.finished_polls, t.page_load_s) == (2.5, 4, 45.0)
+    for bad in ("nope=1", "turn_s=-1", "turn_s"):
+        with pytest.raises(ConfigError) as caught:
+            timeouts_from(bad)
+        assert caught.value.code == "CONFIG_INVALID"

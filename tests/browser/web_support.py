@@ -22,10 +22,11 @@ FAST = WebTimeouts(
     stable_window_s=0.2,
     finished_polls=3,
     page_load_s=5.0,
+    controls_s=2.0,
     action_s=5.0,
     new_turn_s=5.0,
     turn_s=20.0,
-    action_bar_grace_s=2.5,
+    quiet_s=1.5,
     copy_s=0.5,
     menu_s=0.3,
     challenge_grace_s=0.6,
@@ -63,7 +64,10 @@ def browser_options(profile: Path) -> BrowserOptions:
 def web_options(
     site: FixtureSite, profile: Path | None = None, **changes: Any
 ) -> ChatGPTWebOptions:
-    """Options for the fixture site; ``profile`` only matters when the transport launches."""
+    """Options for the fixture site; ``profile`` only matters when the transport launches.
+    Takeovers wait by default even though the browser is headless: the tests act as the
+    person (through the site's controls); ``headless_takeover="fail"`` is what users get."""
+    changes.setdefault("headless_takeover", "wait")
     return ChatGPTWebOptions(
         base_url=site.url,
         browser=browser_options(profile) if profile else BrowserOptions(),

@@ -271,7 +271,7 @@ def test_mcp_serve_gets_the_users_read_only_paths(
     write_user(USER)
     served: list[Any] = []
 
-    async def fake_serve(path: Path, approval: str, sandbox: Any = None) -> None:
+    async def fake_serve(path: Path, approval: str, sandbox: Any = None, **_: Any) -> None:
         served.append((path, approval, sandbox))
 
     monkeypatch.setattr("xclaw.mcp.serve.serve_stdio", fake_serve)

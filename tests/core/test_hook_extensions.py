@@ -34,11 +34,14 @@ async def test_without_views_the_model_gets_the_conversation_itself(root: Path) 
         requests.append(req)
         return ModelTurn(text="done")
 
-    hooks = Hooks(before_model_call=[lambda state: conversations.append(state.messages)])
+    hooks = Hooks(before_model_call=[lambda state: conversations.append(list(state.messages))])
     agent = Agent(FunctionModel(answer), root, tools=[echo], hooks=hooks)
     agent.hooks.completion_gate.clear()
     await agent.run("t")
-    assert requests[0].messages is conversations[0]  # handed over uncopied
+    # The coding agent's one view (paths relative to the root) hands over every message that
+    # names no path as the same object: nothing is copied.
+    sent, kept = requests[0].messages, conversations[0]
+    assert len(sent) == len(kept) and all(a is b for a, b in zip(sent, kept, strict=True))
 
 
 async def test_views_chain_and_leave_the_conversation_untouched(root: Path) -> None:

@@ -64,6 +64,12 @@ async def hang(seconds: float) -> str:
     return "woke up"
 
 
+@server.tool(name="notes.search", annotations=READ_ONLY)
+def notes_search(query: str) -> str:
+    """Search the notes (a dotted name, as the MCP spec allows)."""
+    return f"no note mentions {query}"
+
+
 @server.resource("note://readme", name="readme", description="A short note.")
 def readme() -> str:
     return "demo notes"

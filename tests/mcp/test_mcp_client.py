@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,13 @@ from mcp_support import stdio_definition
 
 from xclaw.coding.agent import Agent
 from xclaw.coding.toolset import coding_registry
+from xclaw.core.messages import ToolResult
 from xclaw.core.state import RunResult
-from xclaw.mcp.runtime import mcp_tools
+from xclaw.mcp.runtime import mcp_tools, register_mcp_tools
+from xclaw.models._http import ToolNames
 from xclaw.models.scripted import ScriptedModel
+from xclaw.tools.base import tool
+from xclaw.tools.registry import ToolRegistry
 
 
 def call(name: str, call_id: str = "c1", **arguments: Any) -> dict[str, Any]:
@@ -195,3 +200,48 @@ async def test_a_trusted_project_server_is_listed_with_tools_resources_and_promp
     assert row["prompts"] == [
         {"name": "review", "description": "Review a file.", "arguments": ["path"]}
     ]
+
+
+OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # OpenAI's function names; Claude's too
+
+
+async def test_server_tool_names_reach_every_model_api_valid_and_map_back(
+    root: Path, stdio_section: dict[str, Any]
+) -> None:
+    async with mcp_tools(root, stdio_section) as tools:
+        wire = ToolNames([*coding_registry().names(), *(t.name for t in tools)])
+        mine = [t.name for t in tools]
+        assert "mcp.demo.notes_search" in mine  # the server's "notes.search"
+        assert all(OPENAI_NAME.match(wire.wire(n)) and wire.real(wire.wire(n)) == n for n in mine)
+    result, _ = await run_script(
+        root,
+        stdio_section,
+        [call("mcp.demo.notes_search", query="tabs"), {"text": "none"}],
+    )
+    (found,) = result.tool_calls
+    assert found.result.ok and found.result.data["content"] == "no note mentions tabs"
+
+
+def test_an_mcp_tool_meeting_a_registered_one_on_the_wire_is_left_out() -> None:
+    @tool("mcp_demo_add")
+    def plugin_add() -> ToolResult:
+        """A plugin's tool whose name a provider would confuse with mcp.demo.add."""
+        return ToolResult.success("plugin")
+
+    @tool("mcp.demo.add")
+    def server_add() -> ToolResult:
+        """Stands for the server's add."""
+        return ToolResult.success("server")
+
+    @tool("mcp.demo.pid")
+    def server_pid() -> ToolResult:
+        """Stands for the server's pid."""
+        return ToolResult.success("1")
+
+    registry = ToolRegistry([plugin_add])
+    warnings: list[str] = []
+    added = register_mcp_tools(registry, [server_add, server_pid], warnings.append)
+    assert added == ["mcp.demo.pid"] and registry.get("mcp.demo.add") is None
+    (warning,) = warnings
+    assert "mcp.demo.add is left out" in warning and "mcp_demo_add" in warning
+    ToolNames(registry.names())  # what a model request builds: no collision left

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from xclaw.memory.chunking import Locator, chunk_text, token_weight
+from xclaw.memory.chunking import Heading, Locator, chunk_text, heading_paths, token_weight
 
 
 def test_chunks_cover_the_text_with_overlap() -> None:
@@ -66,12 +66,15 @@ def test_bad_sizes_are_refused(size: int, overlap: int) -> None:
 
 def test_locator_lines_pages_and_headings() -> None:
     text = "# A\nline two\nline three\n## B\nline five\n"
-    loc = Locator(text, headings=[(0, "A", None), (text.index("## B"), "B", "b")])
+    loc = Locator(
+        text, headings=[Heading(0, "A", None, 1), Heading(text.index("## B"), "B", "b", 2)]
+    )
     spans = chunk_text(text, size=4, overlap=1)
     first = loc.locate(spans[0])
     assert first.line_start == 1 and first.heading == "A"
     last = loc.locate(spans[-1])
     assert last.line_end == 5 and last.heading == "B" and last.anchor == "b"
+    assert first.heading_path == ("A",) and last.heading_path == ("A", "B")
     paged = Locator("p1\n\np2\n", pages=[(0, 1), (4, 2)], lines=False)
     span = chunk_text("p1\n\np2\n", size=1, overlap=0)[-1]
     assert paged.locate(span).page == 2 and paged.locate(span).line_start is None
@@ -90,3 +93,20 @@ def test_page_breaks_are_always_cut() -> None:
     text = "page one text.\n\npage two text.\n\n"
     spans = chunk_text(text, size=200, overlap=20, breaks=[0, text.index("page two")])
     assert [s.text for s in spans] == ["page one text.", "page two text."]
+
+
+def test_heading_paths_nest_by_level_and_stacked_headings_name_the_innermost() -> None:
+    heads = [Heading(0, "Guide", "g", 1), Heading(10, "Install", None, 2),
+             Heading(20, "Linux", None, 3), Heading(30, "Usage", None, 2)]  # fmt: skip
+    assert heading_paths(heads) == [
+        (("Guide",), "g"),
+        (("Guide", "Install"), "g"),  # no id of its own: the nearest above with one
+        (("Guide", "Install", "Linux"), "g"),
+        (("Guide", "Usage"), "g"),
+    ]
+    text = "# API\n\n## Limits\n\n### Rate\n\nSixty requests a minute.\n\n## Auth\n\nBearer.\n"
+    found = [Heading(text.index(h), h.lstrip("# "), None, h.count("#"))
+             for h in ("# API", "## Limits", "### Rate", "## Auth")]  # fmt: skip
+    loc = Locator(text, headings=found)
+    [top, *_] = chunk_text(text, size=200, overlap=0, sections=[h.offset for h in found])
+    assert top.start == 0 and loc.locate(top).heading_path == ("API", "Limits", "Rate")

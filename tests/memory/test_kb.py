@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from xclaw.memory.base import Scope
+from xclaw.memory.chunking import Heading
 from xclaw.memory.embed import default_embedder
-from xclaw.memory.kb import KnowledgeBase, citation_for
+from xclaw.memory.kb import KnowledgeBase, citation_for, section_of
+from xclaw.memory.kb_tools import render_passages
 from xclaw.memory.loaders import LoadError, load_html, load_markdown, load_pdf
 from xclaw.memory.sqlite_store import SqliteMemoryStore
 
@@ -87,7 +89,7 @@ def docs(tmp_path: Path) -> Path:
 
 def test_markdown_headings_and_lines() -> None:
     doc = load_markdown(b"# Title\n\n```\n# not a heading\n```\n\n## Sub\ntext\n", "x.md")
-    assert [h[1] for h in doc.headings] == ["Title", "Sub"]
+    assert [(h.text, h.level) for h in doc.headings] == [("Title", 1), ("Sub", 2)]
     assert doc.title == "Title" and doc.follows_lines
 
 
@@ -99,7 +101,7 @@ def test_html_drops_scripts_and_keeps_blocks() -> None:
     )
     assert "evil" not in doc.text and "p{}" not in doc.text
     assert "Hello bold world." in doc.text and "item" in doc.text
-    assert doc.headings == [(0, "One & two", "a")]
+    assert doc.headings == [Heading(0, "One & two", "a", 2)]
 
 
 def test_pdf_pages_and_broken_pdf() -> None:
@@ -217,6 +219,9 @@ def test_citation_formats() -> None:
     assert citation_for({"path": "a.pdf", "page": 4}) == "a.pdf#page=4"
     assert citation_for({"path": "a.html", "anchor": "x"}) == "a.html#x"
     assert citation_for({"path": "a.html"}) == "a.html"
+    assert citation_for({"path": "a.html", "chunk": 4}) == "a.html#chunk=4"
+    assert section_of(("A", "B")) == "A › B" and section_of((), "Old") == "Old"
+    assert section_of(()) == ""
 
 
 def test_a_file_emptied_since_it_was_added_loses_its_chunks(kb: KnowledgeBase, docs: Path) -> None:
@@ -238,3 +243,115 @@ def test_other_chunk_sizes_rechunk_the_same_bytes(kb: KnowledgeBase, docs: Path)
     chunks = kb.store.list(scopes=[SCOPE], kinds=["chunk"], limit=500)
     assert len(chunks) == again.chunks
     assert finer.add([guide])[0].status == "unchanged"
+
+
+CHROME_PAGE = b"""<!doctype html><html><head><title>Ops handbook</title></head><body>
+<header class="site"><a href="/">ACME Docs</a><nav><a href="/a">Home</a> <a href="/b">Pricing</a>
+<a href="/c">Careers</a></nav></header>
+<div role="navigation"><a href="/x">Skip to sidebar menu</a></div>
+<main>
+  <article>
+    <header><h1 id="deploy">Deploy guide</h1><p>Last reviewed by the ops team.</p></header>
+    <p>Deployments roll out to the canary pool first.</p>
+    <aside>Related: our careers page is hiring.</aside>
+    <h2>Canary</h2><p>The canary pool takes five percent of traffic for fifteen minutes.</p>
+    <h3 id="rollback">Rollback</h3><p>A failed canary is rolled back automatically.</p>
+    <div hidden>cookie consent banner text</div>
+  </article>
+</main>
+<aside><h2>Newsletter</h2><p>Subscribe to the newsletter.</p></aside>
+<footer><p>Copyright ACME Corporation. Imprint and privacy policy.</p></footer>
+</body></html>"""
+
+NO_LANDMARK_PAGE = b"""<html><body>
+<div class="menu"><a href="/1">Products</a><a href="/2">Solutions</a><a href="/3">Partners</a></div>
+<ul><li><a href="/4">Blog</a></li><li><a href="/5">Events</a></li>
+<li><a href="/6">Press</a></li></ul>
+<div role="banner">Big promotional banner</div>
+<h1>Backups</h1>
+<p>Backups run nightly at two o'clock and are kept for thirty days.</p>
+<ul><li>Databases are dumped first.</li><li>Then <a href="/f">files</a> are copied.</li>
+<li>Last, the copy is verified.</li></ul>
+</body></html>"""
+
+
+def test_html_keeps_the_main_content_and_drops_page_chrome() -> None:
+    doc = load_html(CHROME_PAGE, "ops.html")
+    for chrome in ("ACME Docs", "Pricing", "Skip to sidebar", "careers page", "Newsletter",
+                   "Copyright", "cookie consent"):  # fmt: skip
+        assert chrome not in doc.text, chrome
+    for content in ("Deployments roll out", "five percent", "rolled back automatically",
+                    "Last reviewed"):  # fmt: skip  # an article's own header is content
+        assert content in doc.text, content
+    assert doc.title == "Ops handbook"
+    assert [(h.text, h.level, h.anchor) for h in doc.headings] == [
+        ("Deploy guide", 1, "deploy"),
+        ("Canary", 2, None),
+        ("Rollback", 3, "rollback"),
+    ]
+
+
+def test_html_without_a_landmark_drops_link_lists_but_keeps_content_lists() -> None:
+    doc = load_html(NO_LANDMARK_PAGE, "b.html")
+    for chrome in ("Products", "Partners", "Blog", "Press", "promotional banner"):
+        assert chrome not in doc.text, chrome
+    assert "Backups run nightly" in doc.text
+    assert "Databases are dumped first." in doc.text and "Then files are copied." in doc.text
+
+
+def test_html_chunks_cite_their_heading_path(tmp_path: Path) -> None:
+    page = tmp_path / "ops.html"
+    page.write_bytes(CHROME_PAGE)
+    store = SqliteMemoryStore(tmp_path / "m.db", default_embedder())
+    try:
+        kb = KnowledgeBase(store, SCOPE, chunk_size=20, overlap=4)
+        assert kb.add([page])[0].chunks >= 3
+        chunks = store.list(scopes=[SCOPE], kinds=["chunk"])
+        assert not any("Pricing" in c.text or "Copyright" in c.text for c in chunks)
+        [canary] = kb.search("canary pool five percent of traffic", k=1, mode="keyword")
+        assert canary.heading_path == ("Deploy guide", "Canary")
+        assert canary.section == "Deploy guide › Canary"
+        # Its own heading has no id: the deepest one above that has names the place.
+        assert canary.citation == f"{page.resolve()}#deploy"
+        [rollback] = kb.search("failed canary rolled back automatically", k=1, mode="keyword")
+        assert rollback.section == "Deploy guide › Canary › Rollback"
+        assert rollback.citation == f"{page.resolve()}#rollback"
+        assert render_passages([rollback]).startswith(
+            f"[1] {page.resolve()}#rollback § Deploy guide › Canary › Rollback\n"
+        )
+    finally:
+        store.close()
+
+
+def test_passages_under_no_anchor_are_cited_by_chunk(tmp_path: Path) -> None:
+    page = tmp_path / "b.html"
+    page.write_bytes(NO_LANDMARK_PAGE)
+    store = SqliteMemoryStore(tmp_path / "m.db", default_embedder())
+    try:
+        kb = KnowledgeBase(store, SCOPE)
+        kb.add([page])
+        [backups] = kb.search("nightly backups kept thirty days", k=1)
+        assert backups.chunk == 1 and backups.section == "Backups"
+        assert backups.citation == f"{page.resolve()}#chunk=1"
+    finally:
+        store.close()
+
+
+def test_files_indexed_by_older_loaders_are_indexed_again(
+    kb: KnowledgeBase, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import xclaw.memory.kb as kb_module
+
+    monkeypatch.setattr(kb_module, "LOADER_VERSION", 1)
+    first = kb.add([docs / "page.html"])[0]
+    monkeypatch.undo()
+    again = kb.add([docs / "page.html"])[0]
+    assert again.status == "replaced" and again.doc_id == first.doc_id
+    assert kb.add([docs / "page.html"])[0].status == "unchanged"
+
+
+def test_markdown_heading_paths_in_sources(kb: KnowledgeBase, docs: Path) -> None:
+    kb.add([docs / "guide.md"])
+    [network] = kb.search("outbound network access", k=1, mode="keyword")
+    assert network.heading_path == ("Sandbox guide", "Network")
+    assert network.as_dict()["section"] == "Sandbox guide › Network"

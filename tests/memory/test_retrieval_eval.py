@@ -49,5 +49,7 @@ def test_hybrid_beats_vector_only_and_keyword_only(tmp_path: Path) -> None:
     print({m: round(v, 3) for m, v in recall.items()})
     assert recall["vector"] > 0.4 and recall["keyword"] > 0.4  # both sides really work
     assert recall["hybrid"] > max(recall["vector"], recall["keyword"])
+    # What recall brings into the prompt does not drop below the rule it replaced.
+    assert run.scores.recall("recall") >= run.scores.recall("recall_before")
     # Cross-language queries share no words with their passages: only vectors find them.
     assert run.per_group["type:cross"]["vector"] > run.per_group["type:cross"]["keyword"]

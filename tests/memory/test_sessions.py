@@ -168,20 +168,20 @@ async def test_save_tool_skips_duplicates_and_unknown_scopes(
                 "tool_calls": [
                     {"name": "memory.save", "arguments": {"text": FACT}},
                     {"name": "memory.save", "arguments": {"text": FACT.upper()}},
-                    {"name": "memory.save", "arguments": {"text": FACT, "scope": "session"}},
+                    {"name": "memory.save", "arguments": {"text": FACT, "scope": "project"}},
                     {"name": "memory.save", "arguments": {"text": f"Deploy key: {SECRET}"}},
                 ]
             },
             "ok",
         ]
     )
-    scopes = MemoryScopes(Scope("user", "alice"), Scope("project", str(root)))  # no session
+    scopes = MemoryScopes(Scope("user", "alice"))  # no project
     memory = open_memory(MemoryConfig(), scopes, store=store)
     result = await _agent(model, root, memory).run("remember my style")
-    first, again, session, secret = (c.result for c in result.tool_calls)
+    first, again, project, secret = (c.result for c in result.tool_calls)
     assert first.ok and again.ok and again.data["duplicate"] is True
     assert again.data["id"] == first.data["id"]
-    assert not session.ok and session.error_code == "MEMORY_SCOPE_UNAVAILABLE"
+    assert not project.ok and project.error_code == "MEMORY_SCOPE_UNAVAILABLE"
     assert secret.ok
     texts = [i.text for i in store.list(scopes=scopes.visible)]
     assert len(texts) == 2 and all(SECRET not in t for t in texts)

@@ -11,7 +11,8 @@ from otlp_collector import start_collector
 from typer.testing import CliRunner
 
 from xclaw.cli.app import app
-from xclaw.cli.serve_cmd import _observed
+from xclaw.compose.assistant import observed
+from xclaw.compose.settings import resolve_config
 from xclaw.dirs import config_dir
 from xclaw.gateway.auth import GatewayAuth
 from xclaw.gateway.server import GatewayServer, create_app
@@ -63,7 +64,7 @@ async def test_serve_traces_every_session(root: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
     store = open_store()
     gateway = scripted_gateway(root, [exec_turn("m2"), "done"], store)
-    gateway.make_agent, tracing = _observed(gateway.make_agent, root)
+    gateway.make_agent, tracing = observed(gateway.make_agent, resolve_config(root))
     assert tracing is not None
     server = GatewayServer(create_app(gateway, GatewayAuth(token=TOKEN))).start()
     try:

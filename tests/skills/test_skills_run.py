@@ -58,7 +58,7 @@ async def test_a_matching_task_gets_the_body_and_runs_the_script(
     assert result.ok, result.reason
     first = _system(sent[0])
     assert "- sysinfo: Query CPU load, memory usage" in first  # the index
-    assert SYSINFO_BODY in first and f"Folder: {project_skills / 'sysinfo'}" in first
+    assert SYSINFO_BODY in first and "Folder: .claude/skills/sysinfo" in first
     assert CSV_BODY not in first  # only the matched skill's body
     record = result.tool_calls[0]
     assert record.name == "terminal.exec" and record.result.ok, record.result

@@ -28,6 +28,7 @@ from xclaw.agents.deliver import (
     delivery_from_store,
     end_on_delivery,
 )
+from xclaw.agents.interrupted import InterruptedAsker
 from xclaw.agents.registry import APPROVAL_RANK, WorkerRegistry, WorkerSpec
 from xclaw.agents.workspace import IsolatedWorkspaces
 from xclaw.coding.agent import Agent
@@ -131,6 +132,7 @@ class TreeContext:
     workspaces: IsolatedWorkspaces = field(default_factory=IsolatedWorkspaces)
     ask_approver: Approver | None = None  # for a worker narrowing "allow" to "ask"
     interrupted: InterruptedChoice | None = None  # how resumed children settle cut-off calls
+    interrupted_asker: Approver | None = None  # who answers interrupted="ask" (a terminal)
     sandbox: Any = None
     default_model_spec: str | None = None
 
@@ -139,13 +141,18 @@ class TreeContext:
             self.bus.emit(Event(type_, self.parent_session, 0, payload))
 
     def approver_for(self, spec: WorkerSpec) -> Approver:
-        """The parent's approver, unless the worker narrows the mode (never widens it)."""
+        """The parent's approver, unless the worker narrows the mode (never widens it); the
+        question about a call cut off by a crash goes to ``interrupted_asker`` when set."""
         mode = spec.approval or self.approval
         if APPROVAL_RANK[mode] >= APPROVAL_RANK[self.approval]:
-            return self.approver
-        if mode == "ask" and self.ask_approver is not None:
-            return self.ask_approver
-        return ModeApprover("deny")  # no one to ask: fail closed
+            chosen = self.approver
+        elif mode == "ask" and self.ask_approver is not None:
+            chosen = self.ask_approver
+        else:
+            chosen = ModeApprover("deny")  # no one to ask: fail closed
+        if self.interrupted == "ask" and self.interrupted_asker is not None:
+            return InterruptedAsker(chosen, self.interrupted_asker, spec.name)
+        return chosen
 
     def child_id(self, worker: str, key: str, task: str) -> str:
         """Stable for (parent, tool call, position); a different task under the same id (a
@@ -192,7 +199,7 @@ def _delivered(
     return ChildOutcome(spec.name, sid, True, "completed", delivery, reused=reused)
 
 
-def _outcome(spec: WorkerSpec, result: RunResult, timed_out: bool) -> ChildOutcome:
+def _outcome(spec: WorkerSpec, result: RunResult, timed_out: bool, parent: str) -> ChildOutcome:
     sid = result.session_id
     if result.status == "completed":
         return _delivered(spec, sid, delivery_from_records(result.tool_calls, result.reply))
@@ -228,7 +235,7 @@ def _outcome(spec: WorkerSpec, result: RunResult, timed_out: bool) -> ChildOutco
             "CHILD_PAUSED",
             f"{spec.name} was resumed after a crash and a call it had started may have had an "
             "effect; it waits for a decision.",
-            "Resume the parent with --retry-interrupted or --skip-interrupted.",
+            f"Decide with `xclaw resume {parent} --skip-interrupted` (or --retry-interrupted).",
             result.status,
         )
     status_code = "CHILD_FAILED" if result.status == "failed" else "CHILD_INTERRUPTED"
@@ -328,7 +335,7 @@ async def _run_admitted(
             timed_out = True
             control.cancel()
             await asyncio.wait({child})
-        outcome = _settled(spec, sid, child, timed_out)
+        outcome = _settled(spec, sid, child, timed_out, ctx.parent_session)
     finally:
         await model.aclose()
     ctx.emit(
@@ -343,7 +350,7 @@ async def _run_admitted(
 
 
 def _settled(
-    spec: WorkerSpec, sid: str, child: asyncio.Task[RunResult], timed_out: bool
+    spec: WorkerSpec, sid: str, child: asyncio.Task[RunResult], timed_out: bool, parent: str
 ) -> ChildOutcome:
     """The outcome of a finished child task, whatever ended it."""
     try:
@@ -362,7 +369,7 @@ def _settled(
             f"{spec.name} failed unexpectedly: {type(err).__name__}: {err}",
             "Report this as a bug; try another worker meanwhile.",
         )
-    return _outcome(spec, result, timed_out)
+    return _outcome(spec, result, timed_out, parent)
 
 
 def worker_agent(

@@ -15,6 +15,7 @@
         - {channel: telegram, target: docs}
         - {keywords: [review, 审查], target: reviewer}
       intent_router: true
+      on_interrupted: skip        # resume with no terminal: skip | retry | pause
 
 Validated here (pydantic); roles, tools and approval narrowing are checked when the registry
 is built, against the parent's settings (see ``registry.py``).
@@ -33,6 +34,7 @@ from xclaw.core.errors import ConfigError
 NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
 ApprovalMode = Literal["deny", "ask", "allow"]
 WorkspaceMode = Literal["project", "isolated"]
+OnInterrupted = Literal["skip", "retry", "pause"]
 
 
 class WorkerConfig(BaseModel):
@@ -81,6 +83,9 @@ class AgentsConfig(BaseModel):
     intent_router: bool = False
     concurrency: int = Field(3, ge=1, le=32)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    # A resume with no terminal: a child's call cut off by a crash is skipped (its effect is
+    # unknown, the child is told), run again, or the tree pauses for `--skip/--retry-interrupted`.
+    on_interrupted: OnInterrupted = "skip"
 
 
 def parse_agents_config(data: Any, source: str = "agents") -> AgentsConfig:

@@ -15,7 +15,13 @@ from typing import Any
 
 from xclaw.agents.budget import TreeBudget
 from xclaw.agents.children import ModelFactory, TreeAgent, TreeContext, worker_agent
-from xclaw.agents.config import ApprovalMode, BudgetConfig
+from xclaw.agents.config import ApprovalMode, BudgetConfig, OnInterrupted
+from xclaw.agents.interrupted import (
+    ResumeChoice,
+    cut_off_calls,
+    pause_tree,
+    settle_choice,
+)
 from xclaw.agents.registry import READ_TOOLS, WorkerRegistry, WorkerSpec
 from xclaw.agents.routing import Route, Router
 from xclaw.agents.tools import orchestrator_tools
@@ -115,6 +121,7 @@ class Orchestrator:
         bus: EventBus | None = None,
         sandbox: Any = None,
         extra_prompt: str = "",
+        on_interrupted: OnInterrupted = "skip",
     ) -> None:
         self.model = model
         self.project = Path(project).expanduser().resolve()
@@ -129,6 +136,7 @@ class Orchestrator:
         self.bus = bus or EventBus()
         self.sandbox = sandbox
         self.extra_prompt = extra_prompt
+        self.on_interrupted = on_interrupted  # agents.on_interrupted: a resume's default
 
     @property
     def system_prompt(self) -> str:
@@ -162,18 +170,43 @@ class Orchestrator:
         session_id: str,
         *,
         control: RunControl | None = None,
-        interrupted: InterruptedChoice | None = None,
+        interrupted: ResumeChoice | None = None,
+        asker: Approver | None = None,
     ) -> RunResult:
         """Continue the orchestrator after a crash or a stop; an unfinished child continues
-        where it stopped, finished children are not run again."""
+        where it stopped, finished children are not run again.
+
+        A call with side effects a child had started is settled as ``interrupted`` says
+        (default: ``on_interrupted``): ``ask`` puts the question to ``asker`` (else the run's
+        approver), ``retry``/``skip`` decide it, ``pause`` stops the tree before anything runs
+        (``CHILD_PAUSED``)."""
+        choice = interrupted or self.on_interrupted
+        if choice == "pause":
+            waiting = cut_off_calls(self.store, session_id)
+            if waiting:
+                self._resumable(session_id)
+                return pause_tree(self.store, session_id, waiting)
         control = control or RunControl()
         budget = self._budget()
         budget.count_recorded(self.store, session_id)
-        agent, unsubscribe = self._agent(session_id, control, budget, interrupted, "user", None)
+        settle = settle_choice(choice)
+        agent, unsubscribe = self._agent(session_id, control, budget, settle, "user", None, asker)
         try:
-            return await agent.resume(session_id, control=control, interrupted=interrupted)
+            return await agent.resume(session_id, control=control, interrupted=settle)
         finally:
             unsubscribe()
+
+    def _resumable(self, session_id: str) -> None:
+        """The checks ``Agent.resume`` makes, for a resume that stops before it."""
+        session = self.store.get_session(session_id)
+        if session is None:
+            raise ConfigError(f"There is no session {session_id!r}.", code="SESSION_NOT_FOUND")
+        if session.state == "success":
+            raise ConfigError(
+                f"Session {session_id} already finished.",
+                code="SESSION_FINISHED",
+                hint="Fork it (`xclaw fork`) or start a new run.",
+            )
 
     async def run_worker(
         self,
@@ -229,6 +262,7 @@ class Orchestrator:
             bus=self.bus,
             sandbox=self.sandbox,
             extra_prompt=self.extra_prompt,
+            on_interrupted=self.on_interrupted,
         )
 
     # -- internals ------------------------------------------------------------------------
@@ -248,8 +282,9 @@ class Orchestrator:
         interrupted: InterruptedChoice | None,
         caller: str,
         route: dict[str, Any] | None,
+        asker: Approver | None = None,
     ) -> tuple[TreeAgent, Any]:
-        tree = self._tree(sid, control, budget, interrupted)
+        tree = self._tree(sid, control, budget, interrupted, asker)
         reading = [t for t in coding_registry() if t.name in READ_TOOLS]
         meta = self.settings.to_meta()
         if route is not None:
@@ -280,6 +315,7 @@ class Orchestrator:
         control: RunControl,
         budget: TreeBudget,
         interrupted: InterruptedChoice | None,
+        asker: Approver | None = None,
     ) -> TreeContext:
         return TreeContext(
             store=self.store,
@@ -296,6 +332,7 @@ class Orchestrator:
             semaphore=asyncio.Semaphore(self.settings.concurrency),
             ask_approver=self.ask_approver,
             interrupted=interrupted,
+            interrupted_asker=asker,
             sandbox=self.sandbox,
             default_model_spec=self.model_spec,
         )

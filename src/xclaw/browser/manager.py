@@ -5,13 +5,19 @@ browser found by ``discovery.py``. It never connects to a browser it did not sta
 attach) and refuses a profile another live browser holds open. A crash (the browser process
 gone, the context or page closed) is noticed through Playwright's events; the next ``page()``
 relaunches with the same profile, so the login survives, and reopens the URL it is given.
+
+The browser is started as a person's would be (``launch.py``: no automation flags,
+``navigator.webdriver`` false, its own sandbox) and, with a window, minimised right after the
+launch (seed 000 §4.2: through CDP, since ``--start-minimized`` does nothing on macOS); it is
+shown when a person is needed and minimised again afterwards. ``XCLAW_BROWSER_SHOW=1`` (or
+``BrowserOptions(start_minimized=False)``) keeps the window shown.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +25,16 @@ from playwright.async_api import BrowserContext, Page, Playwright, async_playwri
 from playwright.async_api import Error as PlaywrightError
 
 from xclaw.browser.discovery import find_browser
+from xclaw.browser.launch import LaunchPlan, plan_launch
 from xclaw.browser.profile import profile_dir, profile_owner_pid
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.core.events import EventType
 from xclaw.redact import redact
 
 HEADLESS_ENV = "XCLAW_BROWSER_HEADLESS"
+SHOW_ENV = "XCLAW_BROWSER_SHOW"
 EventSink = Callable[[EventType, dict[str, Any]], None]
 _TRUE = frozenset({"1", "true", "yes", "on"})
-# A fresh profile would otherwise stop at first-run and default-browser prompts.
-_BASE_ARGS = ("--no-first-run", "--no-default-browser-check")
 
 
 def launch_failed(executable: Path | str, err: Exception, hint: str) -> XclawError:
@@ -45,15 +51,22 @@ def headless_from_env() -> bool:
     return os.environ.get(HEADLESS_ENV, "").strip().lower() in _TRUE
 
 
+def minimized_from_env() -> bool:
+    """Minimised unless ``XCLAW_BROWSER_SHOW`` asks for the window to stay shown."""
+    return os.environ.get(SHOW_ENV, "").strip().lower() not in _TRUE
+
+
 @dataclass(frozen=True, slots=True)
 class BrowserOptions:
-    """How to launch the dedicated browser. Defaults suit a person watching the window."""
+    """How to launch the dedicated browser. With a window it starts minimised (seed 000
+    §4.2) and is shown whenever a person is needed."""
 
     site: str = "default"  # names the profile: <data dir>/browser/<site>/
     executable: str | None = None  # else XCLAW_BROWSER, else the usual install places
     profile: Path | None = None  # overrides the profile directory (still never in a project)
     headless: bool | None = None  # None: XCLAW_BROWSER_HEADLESS=1 turns headless on
-    start_minimized: bool = False  # minimise after launch; show() brings the window back
+    # minimise after launch (XCLAW_BROWSER_SHOW=1: stay shown); show() brings the window back
+    start_minimized: bool = field(default_factory=minimized_from_env)
     args: tuple[str, ...] = ()  # extra command-line flags
     project_roots: tuple[Path, ...] = ()  # the profile must not lie inside these
     init_scripts: tuple[str, ...] = ()  # JavaScript run in every page before the page's own
@@ -69,6 +82,7 @@ class BrowserManager:
         self.launches = 0  # how many times a browser was started (relaunches included)
         self.generation = 0  # goes up with every new page: a caller's cue to restore its state
         self.profile: Path | None = None
+        self.plan: LaunchPlan | None = None  # the flags of the latest launch
         self._playwright: Playwright | None = None
         self._context: BrowserContext | None = None
         self._page: Page | None = None
@@ -152,24 +166,22 @@ class BrowserManager:
             )
         if self._playwright is None:
             self._playwright = await async_playwright().start()
+        self.plan = plan = plan_launch(executable, opts.args, headless=self.headless)
         try:
             context = await self._playwright.chromium.launch_persistent_context(
                 self.profile,
                 executable_path=executable,
                 headless=self.headless,
-                args=[*_BASE_ARGS, *opts.args],
+                args=list(plan.args),
+                ignore_default_args=list(plan.ignore_default_args),
+                chromium_sandbox=plan.chromium_sandbox,
                 no_viewport=not self.headless,  # a real window sizes the page itself
                 timeout=opts.launch_timeout_s * 1000,
             )
         except PlaywrightError as err:
-            raise launch_failed(
-                executable,
-                err,
-                "Close other windows using this profile, or set XCLAW_BROWSER to "
-                "another Chrome or Chromium.",
-            ) from None
+            raise launch_failed(executable, err, _launch_hint(err)) from None
         await self._adopt(context)
-        self._emit(executable)
+        self._emit(executable, await self._user_agent())
         if opts.start_minimized and not self.headless:
             await self.minimize()
 
@@ -224,7 +236,19 @@ class BrowserManager:
         except PlaywrightError:
             pass  # window management is a courtesy; the page works either way
 
-    def _emit(self, executable: Path) -> None:
+    async def _user_agent(self) -> str | None:
+        """The user agent the pages send, as the browser reports it."""
+        if self._context is None or self._page is None:
+            return None
+        try:
+            cdp = await self._context.new_cdp_session(self._page)
+            version = await cdp.send("Browser.getVersion")
+            await cdp.detach()
+        except PlaywrightError:
+            return None  # the browser is already gone: the next page() relaunches it
+        return str(version.get("userAgent", "")) or None
+
+    def _emit(self, executable: Path, user_agent: str | None) -> None:
         if self.on_event is None:
             return
         self.on_event(
@@ -233,6 +257,20 @@ class BrowserManager:
                 "executable": str(executable),
                 "profile": str(self.profile),
                 "headless": self.headless,
+                "minimized": self.options.start_minimized and not self.headless,
+                "user_agent": user_agent,
                 "launch": self.launches,
             },
         )
+
+
+def _launch_hint(err: Exception) -> str:
+    if "sandbox" in str(err).lower():  # e.g. a container without user namespaces
+        return (
+            "The browser's sandbox could not start here: fix the container's user namespaces, "
+            "or add --no-sandbox to XCLAW_BROWSER_ARGS."
+        )
+    return (
+        "Close other windows using this profile, or set XCLAW_BROWSER to another Chrome or "
+        "Chromium."
+    )

@@ -27,7 +27,8 @@ from playwright.async_api import (
 from playwright.async_api import Error as PlaywrightError
 
 from xclaw.browser.discovery import find_browser
-from xclaw.browser.manager import _BASE_ARGS, BrowserOptions, headless_from_env, launch_failed
+from xclaw.browser.launch import BASE_ARGS
+from xclaw.browser.manager import BrowserOptions, headless_from_env, launch_failed
 
 Resolver = Callable[[str], Awaitable[tuple[str, ...]]]
 
@@ -84,7 +85,7 @@ class BrowserPool:
             self._browser = await self._playwright.chromium.launch(
                 executable_path=executable,
                 headless=headless,
-                args=[*_BASE_ARGS, *opts.args],
+                args=[*BASE_ARGS, *opts.args],
                 timeout=opts.launch_timeout_s * 1000,
             )
         except PlaywrightError as err:

@@ -16,7 +16,8 @@ from typing import Any, Literal, Protocol
 from xclaw.chronos.notify import Notice, Notifier
 from xclaw.chronos.prompt import chronos_system_prompt
 from xclaw.coding.agent import Agent
-from xclaw.coding.toolset import coding_registry
+from xclaw.compose.coding import CodingFace, Surface, build_coding
+from xclaw.config import XclawConfig
 from xclaw.core.errors import EndRun
 from xclaw.core.events import Event, EventBus
 from xclaw.core.hooks import Hooks
@@ -138,12 +139,10 @@ class AgentRunner:
     model_for: ModelFactory
     bus: EventBus = field(default_factory=EventBus)
     sandbox: Any = None
+    config: XclawConfig = field(default_factory=XclawConfig)  # the service's, resolved once
 
     def _agent(self, request: RunRequest, approver: UnattendedApprover) -> Agent:
-        registry = coding_registry()
-        registry.register(
-            notify_tool(self.notifier, request.channel, request.job_id, request.session_id)
-        )
+        notify = notify_tool(self.notifier, request.channel, request.job_id, request.session_id)
         run_bus = EventBus()  # one per run: the session recorder listens to it
 
         def forward(event: Event) -> None:  # tagged, so subscriptions can filter by job
@@ -152,21 +151,25 @@ class AgentRunner:
             self.bus.emit(event)
 
         run_bus.subscribe(forward)
-        return Agent(
-            self.model_for(request.model, request.directory),
-            request.directory,
-            registry,
-            approval=approver,
+        face = CodingFace(  # CHRONOS MODE: the coding tools and notify, nobody to ask
+            extra_tools=(notify,),
+            hooks=Hooks(after_tools=[step_cap(request.max_steps)]),
+            system_prompt=chronos_system_prompt(request.max_steps),
+            evidence_gate=False,
             # The step cap ends the run; the turn limit only backs it up (a turn may be text).
             limits=Limits(max_turns=request.max_steps * 2 + 2),
-            hooks=Hooks(after_tools=[step_cap(request.max_steps)]),
-            bus=run_bus,
-            store=self.store,
-            system_prompt=chronos_system_prompt(request.max_steps),
-            evidence_gate_enabled=False,
-            model_spec=request.model,
-            sandbox=self.sandbox,
+            plugins=False,
+            mcp=False,
         )
+        return build_coding(
+            self.config,
+            request.directory,
+            model=self.model_for(request.model, request.directory),
+            model_spec=request.model,
+            surface=Surface(approver=approver, bus=run_bus, store=self.store, observe=False),
+            face=face,
+            sandbox=self.sandbox,
+        ).agent
 
     async def start(self, request: RunRequest, control: RunControl) -> RunOutcome:
         approver = UnattendedApprover(self.bus, request.session_id, request.job_id)

@@ -168,6 +168,7 @@ class ChronosService:
             opts.model_for or _model_factory(config, opts.protocol),
             self.bus,
             opts.sandbox,
+            config,
         )
         self.engine = ChronosEngine(
             self.jobs, chronos_store, self.runner, clock=self.clock, bus=self.bus

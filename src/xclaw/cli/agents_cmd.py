@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,6 +22,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from xclaw.cli.approve import ConsoleApprover
 from xclaw.cli.common import (
     ProtocolOption,
     console,
@@ -37,6 +37,7 @@ from xclaw.core.state import RunControl, RunResult
 from xclaw.redact import redact
 
 if TYPE_CHECKING:
+    from xclaw.agents.interrupted import ResumeChoice
     from xclaw.agents.team import Orchestrator
     from xclaw.store.base import SessionRecord, Store
 
@@ -82,68 +83,30 @@ def _orchestrator(
     team: str | None = None,
     protocol: str | None = None,
 ) -> tuple[Orchestrator, Any]:
-    from xclaw.agents.config import BudgetConfig, load_agents_config
-    from xclaw.agents.registry import build_registry
-    from xclaw.agents.team import Orchestrator, TeamSettings
     from xclaw.cli.render import LiveView
-    from xclaw.coding.toolset import coding_registry
-    from xclaw.config import load_config
-    from xclaw.models.resolve import resolve_model
-    from xclaw.store.open import open_store
+    from xclaw.compose.agents import TeamOverrides, build_orchestrator
+    from xclaw.compose.settings import Overrides, resolve_config
 
-    cfg = load_config(directory)
-    agents_cfg = load_agents_config(directory)
-    chosen = spec or cfg.model
-    # --protocol is the orchestrator's; workers' models follow `models:` in xclaw.yaml.
-    model = resolve_model(chosen, project=directory, protocol=protocol, model_settings=cfg.models)
-    mode = _effective_approval(approval, cfg.approval)
-    if settings_meta is not None:  # a resume: the team as it was saved
-        settings = TeamSettings.from_meta(settings_meta)
-        if approval is not None:
-            settings.approval = mode  # type: ignore[assignment]
-    else:
-        budget_cfg = agents_cfg.budget.model_copy(
-            update={k: v for k, v in (budget or {}).items() if v is not None}
-        )
-        settings = TeamSettings(
-            approval=mode,  # type: ignore[arg-type]
-            concurrency=concurrency or agents_cfg.concurrency,
-            budget=BudgetConfig.model_validate(budget_cfg.model_dump()),
-            worker_models=worker_models or {},
-            team=team,
-        )
-    registry = build_registry(
-        agents_cfg,
-        known_tools=[t.name for t in coding_registry()],
-        parent_approval=settings.approval,
-    )
-    extra = ""
-    if settings.team is not None:
-        team_cfg = agents_cfg.teams.get(settings.team)
-        if team_cfg is None:
-            raise ConfigError(
-                f"There is no team {settings.team!r}.",
-                hint="Teams: " + (", ".join(agents_cfg.teams) or "none configured"),
-            )
-        registry = registry.only(team_cfg.workers)
-        extra = team_cfg.prompt or ""
-    limits = cfg.limits.to_limits()
-    if max_turns is not None:
-        limits = replace(limits, max_turns=max_turns)
+    cfg = resolve_config(directory)  # once: the orchestrator and every worker follow it
     bus = EventBus()
     bus.subscribe(LiveView(console))
-    orchestrator = Orchestrator(
-        model,
+    orchestrator, agents_cfg = build_orchestrator(
+        cfg,
         directory,
-        store=open_store(),
-        registry=registry,
-        model_spec=chosen,
-        settings=settings,
-        approver=make_approver(settings.approval),
-        limits=limits,
+        Overrides(
+            model=spec, protocol=protocol, approval=approval, sandbox=sandbox, max_turns=max_turns
+        ),
+        _effective_approval(approval, cfg.approval),
+        team=TeamOverrides(
+            worker_models=worker_models or {},
+            concurrency=concurrency,
+            budget=budget or {},
+            team=team,
+            saved=settings_meta,
+        ),
+        approver_for=make_approver,
         bus=bus,
         sandbox=sandbox_factory(sandbox, cfg),
-        extra_prompt=extra,
     )
     return orchestrator, agents_cfg
 
@@ -172,7 +135,12 @@ def _finish(result: RunResult, orchestrator: Orchestrator) -> None:
             task = escape(redact(child.title or child.task)[:50])
             table.add_row(child.id, worker, child.state, task)
         console.print(table)
-    if result.status != "completed":
+    if result.reason.startswith("CHILD_PAUSED"):
+        from xclaw.agents.interrupted import decide_commands
+
+        skip, retry = decide_commands(result.session_id)
+        console.print(f"decide with: {skip}\n         or: {retry}")
+    elif result.status != "completed":
         console.print(f"[dim]continue with: xclaw agents resume {result.session_id}[/]")
     raise typer.Exit(EXIT_CODES[result.status])
 
@@ -266,7 +234,7 @@ def resume_orchestrator(
         if retry_interrupted and skip_interrupted:
             raise ConfigError("Choose one of --retry-interrupted and --skip-interrupted.")
         session = _tree_root(session)
-        orchestrator, _ = _orchestrator(
+        orchestrator, agents_cfg = _orchestrator(
             Path(session.root),
             model or session.meta.get("model_spec"),
             approval,
@@ -276,15 +244,23 @@ def resume_orchestrator(
         )
     except XclawError as err:
         fail(err)
-    choice = "retry" if retry_interrupted else "skip" if skip_interrupted else None
+    # Cut-off calls of children: the flag, else a terminal asks, else agents.on_interrupted.
+    choice: ResumeChoice = (
+        "retry"
+        if retry_interrupted
+        else "skip"
+        if skip_interrupted
+        else "ask"
+        if sys.stdin.isatty() and approval in (None, "ask")
+        else agents_cfg.on_interrupted
+    )
+    asker = ConsoleApprover(console) if choice == "ask" else None
     try:
         result = asyncio.run(
             _drive(
                 orchestrator,
                 lambda control: orchestrator.resume(
-                    session.id,
-                    control=control,
-                    interrupted=choice,  # type: ignore[arg-type]
+                    session.id, control=control, interrupted=choice, asker=asker
                 ),
             )
         )

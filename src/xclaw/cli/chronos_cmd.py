@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from xclaw.chronos.notify import TextSender
     from xclaw.chronos.service import ChronosService
     from xclaw.chronos.store import ChronosStore
+    from xclaw.compose.sandbox import SandboxPlan
+    from xclaw.config import XclawConfig
     from xclaw.core.events import Event
     from xclaw.store.base import Store
 
@@ -45,31 +47,36 @@ def build_service(
     root: Path,
     store: Store,
     *,
+    config: XclawConfig | None = None,
     channels: Mapping[str, TextSender] | None = None,
     model: str | None = None,
-    sandbox: str | None = None,
+    sandbox: str | SandboxPlan | None = None,
     require: bool = False,
     protocol: str | None = None,
 ) -> ChronosService | None:
     """The chronos service of ``xclaw serve`` / ``xclaw chronos run``; None when nothing is
-    configured (unless ``require``)."""
+    configured (unless ``require``). ``config``: the command's resolved configuration (read
+    here when the command has none); ``sandbox``: ``--sandbox`` or the gateway's plan."""
     from xclaw.chronos.service import ChronosService, ServiceOptions
     from xclaw.chronos.store import open_chronos_store
-    from xclaw.config import load_config
+    from xclaw.compose.settings import resolve_config
     from xclaw.models.presets import load_dotenv
 
-    cfg = load_config(root, flags={"model": model} if model else None)
+    cfg = config if config is not None else resolve_config(root)
+    if model:  # --model: the default of every job that names none
+        cfg = cfg.model_copy(update={"model": model})
     section = cfg.chronos
     if not (section.jobs or section.hooks or section.subscriptions) and not require:
         return None
     env = {**load_dotenv(root / ".env"), **os.environ}
-    chosen: list[Callable[[], Any]] = []
+    given = sandbox is not None and not isinstance(sandbox, str)
+    chosen: list[Callable[[], Any]] = [sandbox] if given else []  # type: ignore[list-item]
 
     def sandbox_for_run() -> Any:  # chosen at the first run, not for `list` or `pause`
         from xclaw.cli.common import sandbox_factory
 
         if not chosen:
-            chosen.append(sandbox_factory(sandbox, cfg))
+            chosen.append(sandbox_factory(sandbox if isinstance(sandbox, str) else None, cfg))
         return chosen[0]()
 
     options = ServiceOptions(
@@ -78,12 +85,6 @@ def build_service(
     return ChronosService(
         cfg, root, env, store=store, chronos_store=open_chronos_store(), options=options
     )
-
-
-def _open_store() -> Store:
-    from xclaw.store.open import open_store
-
-    return open_store()
 
 
 def _chronos_store() -> ChronosStore:
@@ -101,8 +102,13 @@ def _when(ts: float | None) -> str:
 def _service(
     directory: Path, model: str | None = None, protocol: str | None = None
 ) -> ChronosService:
+    from xclaw.compose.coding import open_configured_store
+    from xclaw.compose.settings import resolve_config
+
+    root = directory.expanduser().resolve()
+    config = resolve_config(root)  # once: the store and the service follow it
     service = build_service(
-        directory.expanduser().resolve(), _open_store(), model=model, protocol=protocol
+        root, open_configured_store(config), config=config, model=model, protocol=protocol
     )
     if service is None:
         raise ConfigError(

@@ -6,7 +6,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -18,6 +18,10 @@ from xclaw.core.state import RunControl
 from xclaw.core.tooling import Approver
 from xclaw.policy.approval import ModeApprover
 from xclaw.redact import redact
+
+if TYPE_CHECKING:
+    from xclaw.compose.sandbox import SandboxPlan
+    from xclaw.config import XclawConfig
 
 ProtocolOption = Annotated[
     str | None,
@@ -80,21 +84,19 @@ def install_interrupt(control: RunControl) -> Callable[[], None]:
     return remove
 
 
-def sandbox_factory(flag: str | None, cfg: Any) -> Callable[[], Any]:
-    """Choose the sandbox once (so a bad choice fails before the run), warn about host mode
-    in the live view, and return a factory that gives each session its own sandbox."""
-    from xclaw.sandbox.resolve import session_sandbox
-
-    first = session_sandbox(cfg, flag)
-    if first.warning:
-        console.print(f"[bold yellow]warning:[/] {first.warning}")
+def show_sandbox(plan: SandboxPlan) -> None:
+    """The command's sandbox choice in the live view (a warning for host mode)."""
+    if plan.warning:
+        console.print(f"[bold yellow]warning:[/] {plan.warning}")
     else:
-        console.print(f"[dim]sandbox: {first.mode}[/]")
-    pending = [first.sandbox]
+        console.print(f"[dim]sandbox: {plan.mode}[/]")
 
-    def factory() -> Any:
-        if pending:
-            return pending.pop()
-        return session_sandbox(cfg, flag).sandbox
 
-    return factory
+def sandbox_factory(flag: str | None, cfg: XclawConfig) -> SandboxPlan:
+    """Choose the sandbox once (so a bad choice fails before the run), show it, and return
+    the plan that gives each session its own sandbox."""
+    from xclaw.compose.sandbox import plan_sandbox
+
+    plan = plan_sandbox(cfg, flag)
+    show_sandbox(plan)
+    return plan

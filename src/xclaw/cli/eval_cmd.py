@@ -85,7 +85,13 @@ def eval_(
             "[bold yellow]warning:[/] --approval allow approves every request of every case."
         )
     mode = cast(Literal["deny", "allow"], approval)
-    options = EvalOptions(model, jobs, mode, sandbox, keep, base_url, work_dir, protocol)
+    try:
+        from xclaw.compose.settings import resolve_config
+
+        config = resolve_config(loaded.root)  # once: every case follows it
+    except XclawError as err:
+        fail(err)
+    options = EvalOptions(model, jobs, mode, sandbox, keep, base_url, work_dir, protocol, config)
     try:
         report = asyncio.run(_checked_run(loaded, options))
     except XclawError as err:  # the model spec or its key: refused before any case ran
@@ -108,6 +114,7 @@ async def _checked_run(loaded: LoadedDataset, options: EvalOptions) -> EvalRepor
             base_url=options.base_url,
             project=loaded.root,
             protocol=options.protocol,
+            model_settings=options.config.models if options.config is not None else None,
         )
         await probe.aclose()
     return await run_dataset(loaded, options)

@@ -20,7 +20,10 @@ def login(
         str | None, typer.Option("--browser", help="Chromium/Chrome to use.")
     ] = None,
     headless: Annotated[
-        bool, typer.Option("--headless", help="No window: only checks the login (tests).")
+        bool,
+        typer.Option(
+            "--headless", help="No window: only checks the login, and fails when signed out."
+        ),
     ] = False,
     timeout_s: Annotated[
         float, typer.Option("--timeout", help="Seconds to wait for you to sign in.")
@@ -36,12 +39,15 @@ def login(
 
 async def _login(base_url: str | None, timeout_s: float) -> None:
     from xclaw.models.chatgpt_web import AuthState
+    from xclaw.models.chatgpt_web.failures import login_headless
     from xclaw.models.web import chatgpt_web_model
 
     model = chatgpt_web_model(None, base_url=base_url)
     transport = model.transport
     try:
         state = await transport.auth_state()  # type: ignore[attr-defined]
+        if state is not AuthState.LOGGED_IN and transport.manager.headless:  # type: ignore[attr-defined]
+            raise login_headless()  # no window to sign in with: say so, do not wait
         if state is not AuthState.LOGGED_IN:
             console.print(
                 "Sign in to ChatGPT in the browser window that opened "

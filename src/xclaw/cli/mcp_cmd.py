@@ -141,19 +141,42 @@ def serve(
             "answers on MCP stdio; allow: they run.",
         ),
     ] = "deny",
+    tool_names: Annotated[
+        str | None,
+        typer.Option(
+            "--tool-names",
+            help="underscore: fs_read (the default, accepted by every client); dotted: fs.read. "
+            "Default: mcp.serve.tool_names in your xclaw.yaml.",
+        ),
+    ] = None,
 ) -> None:
     """Serve xclaw's coding tools over MCP on stdio, the policy enforced by xclaw."""
     from xclaw.config import load_config
     from xclaw.mcp.serve import serve_stdio
+    from xclaw.mcp.settings import serve_settings
     from xclaw.sandbox.resolve import session_sandbox
 
     if approval not in ("deny", "allow"):
         fail(ConfigError(f"--approval must be deny or allow, not {approval!r}."))
+    if tool_names not in (None, "underscore", "dotted"):
+        fail(ConfigError(f"--tool-names must be underscore or dotted, not {tool_names!r}."))
     root = _root(directory)
     try:
-        choice = session_sandbox(load_config(root))
+        config = load_config(root)
+        names = tool_names or serve_settings(config.mcp).tool_names
+        choice = session_sandbox(config)
     except XclawError as err:
         fail(err)
     if choice.warning:  # stderr: stdout is the MCP channel
         typer.echo(f"warning: {choice.warning}", err=True)
-    asyncio.run(serve_stdio(root, "allow" if approval == "allow" else "deny", choice.sandbox))
+    try:
+        asyncio.run(
+            serve_stdio(
+                root,
+                "allow" if approval == "allow" else "deny",
+                choice.sandbox,
+                tool_names="dotted" if names == "dotted" else "underscore",
+            )
+        )
+    except XclawError as err:  # before serving: two tools on one name
+        fail(err)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,7 +19,7 @@ from rich.markup import escape
 
 from xclaw.cli.common import console, fail, install_interrupt, make_approver
 from xclaw.cli.render import LiveView
-from xclaw.config import load_config
+from xclaw.compose.settings import resolve_config
 from xclaw.core.errors import XclawError
 from xclaw.core.events import EventBus
 from xclaw.core.state import RunControl
@@ -82,6 +83,7 @@ async def run_page_task(
     browser: str | None,
     max_rounds: int,
     approver: Approver,
+    allow_hosts: Sequence[str] = (),
 ) -> AgentLoopResult:
     """Open ``url`` in a fresh browser context (as ``xclaw page snapshot`` does) and chat."""
     from xclaw.browser import BrowserOptions
@@ -99,7 +101,7 @@ async def run_page_task(
         context = await pool.new_context(viewport=_VIEWPORT)
         # Every later request is judged by the browsing policy; the address typed here is
         # the user's own choice, so the first goto is approved by the driver.
-        rules = NavigationRules(allow_hosts=load_config(Path.cwd()).browsing.allow_hosts)
+        rules = NavigationRules(allow_hosts=allow_hosts)
         rules.attach(Workspace(Path.cwd()))
         driver = PageDriver(await context.new_page(), guard=NavigationGuard(rules))
         await driver.install()
@@ -141,8 +143,8 @@ def run(
     from xclaw.models.resolve import resolve_model
 
     try:
-        cfg = load_config(Path.cwd())
-        resolved = resolve_model(model or cfg.model, project=Path.cwd())
+        cfg = resolve_config(Path.cwd())  # once: the model and the browsing policy follow it
+        resolved = resolve_model(model or cfg.model, project=Path.cwd(), model_settings=cfg.models)
         target = target_url(url)
         approver = make_approver(approval or cfg.approval)
         result = asyncio.run(
@@ -154,6 +156,7 @@ def run(
                 browser=browser,
                 max_rounds=max_rounds,
                 approver=approver,
+                allow_hosts=cfg.browsing.allow_hosts,
             )
         )
     except XclawError as err:

@@ -89,7 +89,7 @@ def run(
         bus = EventBus()
         bus.subscribe(_progress)
         job = PatchJob(
-            resolve_model(model or cfg.model, project=directory),
+            resolve_model(model or cfg.model, project=directory, model_settings=cfg.models),
             directory,
             _targets(target, instruction),
             mode=_mode(mode),

@@ -120,7 +120,18 @@ class LiveView:
     def on_conversation_mode_selected(self, ev: Event) -> None:
         p = ev.payload
         line = f"mode: {p.get('selected') or 'unchanged'} (asked {p.get('requested')})"
+        if p.get("warning"):  # not the mode asked for, or not confirmed: the user must know
+            self.console.print(f"[yellow]! {_safe(line)}: {_safe(str(p['warning']))}[/]")
+            return
         self.console.print(f"[dim]{_safe(line)} — {_safe(str(p.get('reason', '')))}[/]")
+
+    def on_conversation_reply_read(self, ev: Event) -> None:
+        p = ev.payload
+        if p.get("source") != "clipboard":
+            self.console.print(
+                f"[dim]reply read from the page text ({_safe(str(p.get('why')))}), "
+                f"{p.get('chars', 0)} characters[/]"
+            )
 
     def on_model_failover(self, ev: Event) -> None:
         p = ev.payload

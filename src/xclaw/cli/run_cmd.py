@@ -12,7 +12,6 @@ import os
 import shlex
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,11 +26,11 @@ from xclaw.cli.common import (
     fail,
     install_interrupt,
     make_approver,
-    sandbox_factory,
+    show_sandbox,
 )
 from xclaw.cli.render import LiveView, print_summary
 from xclaw.cli.web import attach_web_relay, browser_flags, saved_web_base_url
-from xclaw.config import load_config
+from xclaw.compose.settings import Overrides, resolve_config
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.core.events import EventBus
 from xclaw.core.resume import InterruptedChoice
@@ -40,9 +39,8 @@ from xclaw.core.state import RunControl, RunResult
 if TYPE_CHECKING:
     from xclaw.browser.session import BrowserPool, BrowserSession
     from xclaw.coding.agent import Agent
-    from xclaw.memory.runtime import MemoryRuntime
-    from xclaw.obs.tracing import Tracing
-    from xclaw.plugins.extensions import Extensions
+    from xclaw.compose.coding import CodingRuntime
+    from xclaw.config import XclawConfig
     from xclaw.store.base import SessionRecord
 
 EXIT_CODES = {"completed": 0, "failed": 1, "interrupted": 3}
@@ -58,37 +56,19 @@ def _ask_keep(processes: list[dict[str, Any]]) -> bool:
 
 
 async def _drive(
-    agent: Agent,
-    start: Callable[[RunControl], Awaitable[RunResult]],
-    browser: BrowserSession | None = None,
-    extensions: Extensions | None = None,
-    memory: MemoryRuntime | None = None,
+    runtime: CodingRuntime, start: Callable[[RunControl], Awaitable[RunResult]]
 ) -> RunResult:
-    from xclaw.mcp.runtime import with_mcp_tools  # MCP servers: listed, then always stopped
-
-    start = with_mcp_tools(start, agent.registry, agent.workdir, load_config(agent.workdir).mcp)
     control = RunControl()
     remove = install_interrupt(control)
     try:
-        if extensions is None:
-            return await start(control)
-        async with extensions:  # plugin services run as long as the run does
-            _warn_plugins(extensions)
-            return await start(control)
+        async with runtime:  # plugin services, memory, the browser: as long as the run
+            return await runtime.drive(start, control)
     finally:
         remove()
-        if memory is not None:  # facts still being extracted get their timeout, then close
-            await memory.drain(memory.config.extract.timeout_s)
-            memory.close()
-        if browser is not None:  # the session's context (cookies, storage), then Chromium
-            await browser.close()
-            await browser.pool.close()
-        await agent.model.aclose()
 
 
-def _warn_plugins(extensions: Extensions) -> None:
-    for line in extensions.problems():  # a failed plugin is off; the run goes on without it
-        err_console.print(f"[yellow]warning:[/] {escape(line)}")
+def _warn(line: str) -> None:  # a failed plugin or MCP server is off; the run goes on
+    err_console.print(f"[yellow]warning:[/] {escape(line)}")
 
 
 def browser_session(headed: bool) -> BrowserSession:
@@ -124,63 +104,26 @@ BrowserHeadedOption = Annotated[
 ]
 
 
-def _build_agent(
-    directory: Path,
-    spec: str | None,
-    approval: str | None,
-    max_turns: int | None,
-    base_url: str | None = None,
-    sandbox: str | None = None,
-    browser: BrowserSession | None = None,
-    memory: bool = False,
-    protocol: str | None = None,
-) -> tuple[Agent, Extensions, MemoryRuntime | None]:
-    from xclaw.coding.agent import Agent  # heavy: imported when a command runs, not for --help
-    from xclaw.coding.prompt import SYSTEM_PROMPT
-    from xclaw.coding.toolset import coding_registry
-    from xclaw.models.resolve import resolve_model
-    from xclaw.plugins.extensions import load_extensions
-    from xclaw.store.open import open_store
+def _build(config: XclawConfig, directory: Path, overrides: Overrides) -> CodingRuntime:
+    """The runtime of ``xclaw run``/``resume``: the builder's, with the live view, a console
+    approver and the keep-processes question; the sandbox choice is shown."""
+    from xclaw.compose.coding import Surface, build_coding
+    from xclaw.compose.sandbox import plan_sandbox
+    from xclaw.compose.settings import approval_mode
 
-    cfg = load_config(directory)
-    chosen = spec or cfg.model
-    model = resolve_model(
-        chosen, base_url=base_url, project=directory, protocol=protocol, model_settings=cfg.models
-    )
-    limits = cfg.limits.to_limits()
-    if max_turns is not None:
-        limits = replace(limits, max_turns=max_turns)
     bus = EventBus()
     bus.subscribe(LiveView(console))
-    attach_web_relay(model, bus)
-    factory = sandbox_factory(sandbox, cfg)
-    tools = coding_registry(browser, allow_hosts=cfg.browsing.allow_hosts) if browser else None
-    ext = load_extensions(directory.resolve(), tools)  # enabled plugins + skills
-    hooks, reserve, remembered = ext.hooks, 0, None
-    if memory:  # recall before each model call, memory.* tools, facts extracted at the end
-        from xclaw.memory.runtime import default_scopes, open_memory
-
-        remembered = open_memory(cfg, default_scopes(directory), model=model)
-        for t in remembered.tools():
-            ext.registry.register(t)
-        hooks, reserve = hooks.merged(remembered.hooks()), remembered.reserve_tokens
-    agent = Agent(
-        model,
-        directory,
-        ext.registry,
-        hooks=hooks,
-        prompt_reserve=reserve,
-        system_prompt=ext.system_prompt(SYSTEM_PROMPT),
-        approval=make_approver(approval or cfg.approval),
-        limits=limits,
+    surface = Surface(
+        approver=make_approver(approval_mode(config, overrides)),
         bus=bus,
         keep_processes=_ask_keep,
-        store=open_store(),
-        model_spec=chosen,
-        model_protocol=protocol,
-        sandbox=factory,
+        warn=_warn,
     )
-    return agent, ext, remembered
+    plan = plan_sandbox(config, overrides.sandbox)
+    show_sandbox(plan)
+    runtime = build_coding(config, directory, overrides, surface=surface, sandbox=plan)
+    attach_web_relay(runtime.agent.model, bus)
+    return runtime
 
 
 TraceOption = Annotated[
@@ -191,19 +134,6 @@ TraceOption = Annotated[
         "(one span a line). OTLP export is configured under observability in xclaw.yaml.",
     ),
 ]
-
-
-def _tracing(agent: Agent, directory: Path, local: str | None) -> Tracing | None:
-    """Spans of ``agent``'s runs when ``--trace`` or the user's ``observability`` asks."""
-    from xclaw.obs.tracing import Tracing
-
-    if local not in (None, "console", "json"):
-        raise ConfigError(f"Unknown --trace {local!r}.", hint="Use --trace console or json.")
-    cfg = load_config(directory).observability
-    tracing = Tracing.from_config(cfg, "json" if local == "json" else "console" if local else None)
-    if tracing is not None:
-        tracing.attach(agent)
-    return tracing
 
 
 def _finish(result: RunResult, agent: Agent) -> None:
@@ -245,28 +175,32 @@ def run(
     session = browser_session(browser_headed) if browser else None
     try:
         browser_flags(headless, browser_path)
-        agent, ext, remembered = _build_agent(
-            directory, model, approval, max_turns, base_url, sandbox, session, memory, protocol
+        config = resolve_config(directory)
+        flags = Overrides(
+            model=model,
+            base_url=base_url,
+            protocol=protocol,
+            approval=approval,
+            sandbox=sandbox,
+            max_turns=max_turns,
+            memory=memory,
+            browser=session,
+            trace=trace,
         )
-        tracing = _tracing(agent, directory, trace)
+        runtime = _build(config, directory, flags)
     except XclawError as err:
         fail(err)
-    try:
-        result = asyncio.run(
-            _drive(
-                agent, lambda control: agent.run(task, control=control), session, ext, remembered
-            )
-        )
-    finally:
-        if tracing is not None:
-            tracing.shutdown()  # flushes the spans before the process exits
+    agent = runtime.agent
+    result = asyncio.run(_drive(runtime, lambda control: agent.run(task, control=control)))
     _finish(result, agent)
 
 
-def _session_to_resume(session_id: str | None, directory: Path) -> SessionRecord:
-    from xclaw.store.open import open_store
+def _session_to_resume(
+    session_id: str | None, directory: Path, config: XclawConfig
+) -> SessionRecord:
+    from xclaw.compose.coding import open_configured_store
 
-    store = open_store()
+    store = open_configured_store(config)
     if session_id is not None:
         session = store.get_session(session_id)
         if session is None:
@@ -327,7 +261,7 @@ def resume(
     try:
         if retry_interrupted and skip_interrupted:
             raise ConfigError("Choose one of --retry-interrupted and --skip-interrupted.")
-        session = _session_to_resume(session_id, directory)
+        session = _session_to_resume(session_id, directory, resolve_config(directory))
         if (session.meta.get("agents") or {}).get("orchestrator") or session.parent_session_id:
             # A multi-agent tree resumes from its orchestrator: finished children stay done.
             from xclaw.cli.agents_cmd import resume_orchestrator
@@ -347,17 +281,18 @@ def resume(
         base_url = base_url or saved_web_base_url(spec, session.meta)
         tabs = browser_session(browser_headed) if browser else None
         saved = session.meta.get("protocol")
-        agent, ext, _ = _build_agent(
-            Path(session.root),
-            spec,
-            approval,
-            max_turns,
-            base_url,
-            sandbox,
-            tabs,
+        project = Path(session.root)
+        flags = Overrides(
+            model=spec,
+            base_url=base_url,
             protocol=protocol or (saved if isinstance(saved, str) else None),
+            approval=approval,
+            sandbox=sandbox,
+            max_turns=max_turns,
+            browser=tabs,
+            trace=trace,
         )
-        tracing = _tracing(agent, Path(session.root), trace)
+        runtime = _build(resolve_config(project), project, flags)
     except XclawError as err:
         fail(err)
     choice: InterruptedChoice | None = (
@@ -369,20 +304,16 @@ def resume(
         if sys.stdin.isatty() and approval in (None, "ask")
         else None
     )
+    agent = runtime.agent
     try:
         result = asyncio.run(
             _drive(
-                agent,
+                runtime,
                 lambda control: agent.resume(
                     session.id, control=control, interrupted=choice, fresh_context=fresh
                 ),
-                tabs,
-                ext,
             )
         )
     except XclawError as err:  # the session cannot be resumed (finished, other root, ...)
         fail(err)
-    finally:
-        if tracing is not None:
-            tracing.shutdown()
     _finish(result, agent)

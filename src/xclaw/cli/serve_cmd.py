@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
@@ -12,70 +11,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from xclaw.cli.common import ProtocolOption, console, err_console, fail
+from xclaw.cli.common import ProtocolOption, console, err_console, fail, show_sandbox
 from xclaw.core.errors import ConfigError, XclawError
 
 if TYPE_CHECKING:
-    from xclaw.cli.serve_runtime import ServeRuntime
-    from xclaw.coding.agent import Agent
-    from xclaw.core.events import EventBus
-    from xclaw.core.tooling import Approver
+    from xclaw.config import XclawConfig
     from xclaw.gateway.auth import GatewayAuth
-    from xclaw.obs.tracing import Tracing
-    from xclaw.store.base import Store
 
-__all__ = ["agent_factory", "serve"]
-
-AgentFactory = Callable[["EventBus", "Approver"], "Agent"]
-
-
-def agent_factory(
-    directory: Path,
-    spec: str | None,
-    sandbox: str | None,
-    store: Store,
-    runtime: ServeRuntime | None = None,
-    protocol: str | None = None,
-) -> Callable[[EventBus, Approver], Agent]:
-    """Each gateway session's agent: the configured (or given) model, store and sandbox, with
-    the process's plugins, skills, MCP tools and memory (``runtime``) when given."""
-    from xclaw.cli.common import sandbox_factory
-    from xclaw.coding.agent import Agent
-    from xclaw.coding.prompt import SYSTEM_PROMPT
-    from xclaw.config import load_config
-    from xclaw.models.resolve import MODEL_HELP, resolve_model
-
-    cfg = load_config(directory)
-    chosen = spec or cfg.model
-    if not chosen:
-        raise ConfigError("No model is configured.", code="MODEL_NOT_CONFIGURED", hint=MODEL_HELP)
-    resolve_model(  # a bad spec fails now, not at the first message
-        chosen, project=directory, protocol=protocol, model_settings=cfg.models
-    )
-    box = sandbox_factory(sandbox, cfg)
-
-    def make(bus: EventBus, approver: Approver) -> Agent:
-        model = resolve_model(
-            chosen, project=directory, protocol=protocol, model_settings=cfg.models
-        )
-        extras = runtime.for_session(model, SYSTEM_PROMPT) if runtime is not None else None
-        return Agent(
-            model,
-            directory,
-            tools=extras.registry if extras else None,
-            approval=approver,
-            limits=cfg.limits.to_limits(),
-            hooks=extras.hooks if extras else None,
-            bus=bus,
-            store=store,
-            system_prompt=extras.system_prompt if extras else SYSTEM_PROMPT,
-            model_spec=chosen,
-            model_protocol=protocol,
-            sandbox=box,
-            prompt_reserve=extras.prompt_reserve if extras else 0,
-        )
-
-    return make
+__all__ = ["serve"]
 
 
 def _token(host: str, token_file: Path | None) -> str:
@@ -123,14 +66,11 @@ def channel_env(root: Path) -> dict[str, str]:
     return {**load_dotenv(root / ".env"), **os.environ}
 
 
-def _observed(factory: AgentFactory, root: Path) -> tuple[AgentFactory, Tracing | None]:
-    """The factory with tracing attached when ``observability`` (or the OTLP variable) asks."""
-    from xclaw.config import load_config
-    from xclaw.obs.tracing import Tracing
-    from xclaw.obs.wiring import observing
+def _redis_url(config: XclawConfig) -> str | None:
+    """``XCLAW_REDIS_URL``, else ``gateway: {redis_url: ...}`` of the resolved configuration."""
+    from xclaw.gateway.fanout import REDIS_URL_ENV
 
-    tracing = Tracing.from_config(load_config(root).observability)
-    return (factory, None) if tracing is None else (observing(factory, tracing.attach), tracing)
+    return os.environ.get(REDIS_URL_ENV, "").strip() or config.gateway.redis_url or None
 
 
 def _interrupt(_sig: int, _frame: FrameType | None) -> None:
@@ -197,33 +137,33 @@ def serve(
 ) -> None:
     """Serve the gateway: web UI at /, WebSocket at /ws (for the UI and `xclaw chat`),
     Prometheus metrics at /metrics (with the token)."""
+    from xclaw.compose.assistant import build_assistant
+    from xclaw.compose.coding import open_configured_store
+    from xclaw.compose.settings import Overrides, resolve_config
     from xclaw.gateway.channels.configured import configured_channels
-    from xclaw.gateway.fanout import make_fanout, redis_url
+    from xclaw.gateway.fanout import make_fanout
     from xclaw.gateway.gateway import Gateway
     from xclaw.gateway.server import GatewayServer, create_app
     from xclaw.obs.logs import configure_logging
     from xclaw.obs.logs import log_format as chosen_log_format
     from xclaw.obs.metrics import RunMetrics
-    from xclaw.store.open import open_store
 
     try:
         logs = chosen_log_format(log_format)
         root = directory.expanduser().resolve()
         token = _token(host, token_file)
-        store = open_store()
-        from xclaw.cli.serve_runtime import serve_runtime
-        from xclaw.config import load_config
-
-        runtime = serve_runtime(root, load_config(root), memory=memory)
-        factory, tracing = _observed(
-            agent_factory(root, model, sandbox, store, runtime, protocol), root
-        )
+        config = resolve_config(root)  # once: every session, channel and job follows it
+        store = open_configured_store(config)
+        flags = Overrides(model=model, protocol=protocol, sandbox=sandbox, memory=memory)
+        assistant = build_assistant(config, root, flags, store=store)
+        show_sandbox(assistant.sandbox)
+        runtime, tracing = assistant.runtime, assistant.tracing
         gateway = Gateway(
-            factory,
+            assistant.make_agent,
             store,
             workdir=root,
             approval_timeout=approval_timeout,
-            fanout=make_fanout(redis_url(), lease_ttl=lease_ttl),
+            fanout=make_fanout(_redis_url(config), lease_ttl=lease_ttl),
         )
         channels = configured_channels(gateway, channel_env(root))
         from xclaw.cli.chronos_cmd import build_service
@@ -231,9 +171,10 @@ def serve(
         chronos = build_service(
             root,
             store,
+            config=config,
             channels={c.name: c for c in channels},
             model=model,
-            sandbox=sandbox,
+            sandbox=assistant.sandbox,
             protocol=protocol,
         )
         server = GatewayServer(

@@ -21,6 +21,7 @@ from xclaw.coding.checkpoints import checkpoint_hook, checkpoint_text
 from xclaw.coding.conversation import conversation_hook, reopen_conversation
 from xclaw.coding.gate import evidence_gate
 from xclaw.coding.prompt import SYSTEM_PROMPT, task_message
+from xclaw.coding.relative_paths import relative_paths_view
 from xclaw.coding.toolset import coding_registry
 from xclaw.context.budget import ContextBudget, budget_hook
 from xclaw.context.tokens import counter_for_model
@@ -39,7 +40,7 @@ from xclaw.core.tooling import Approver
 from xclaw.dirs import run_output_dir
 from xclaw.models.compact import compact_specs, is_small_window, schema_chars
 from xclaw.models.fallback import FallbackModel, OnEvent
-from xclaw.models.info import model_info
+from xclaw.models.info import window_info
 from xclaw.policy.approval import ModeApprover
 from xclaw.policy.engine import PolicyEngine
 from xclaw.store.base import SessionRecord, Store, TranscriptItem
@@ -319,6 +320,8 @@ class Agent:
             Hooks(
                 before_model_call=self._context_hooks() + self._conversation_hooks(),
                 after_tools=[checkpoint_hook(workspace, self.checkpoint_every)],
+                # last, so what other views add (memories, skills) is covered too
+                request_view=[relative_paths_view([workspace.root, self.workdir])],
             )
         )
         deps = LoopDeps(
@@ -380,10 +383,11 @@ class Agent:
         return [hook] if hook is not None else []
 
     def _context_hooks(self) -> list[BeforeModelCall]:
-        """Keep the conversation inside the model's window (known from its preset)."""
+        """Keep the conversation inside the model's window (known from its preset); a
+        failover chain's is its smallest (``window_info``)."""
         if not self.context_budget:
             return []
-        info = model_info(self.model)
+        info = window_info(self.model)
         if info.profile is None:
             return []
         window = info.profile.context_window

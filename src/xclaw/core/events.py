@@ -16,6 +16,7 @@ EventType = Literal[
     "browser.takeover_required",
     "conversation.created",
     "conversation.mode_selected",
+    "conversation.reply_read",
     "run.started",
     "model.message_sent",
     "model.streaming",

@@ -13,11 +13,14 @@ import secrets
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from xclaw.coding.agent import Agent
+from xclaw.compose.coding import CodingFace, Surface, build_coding
+from xclaw.compose.sandbox import plan_sandbox
+from xclaw.compose.settings import Overrides, resolve_config
+from xclaw.config import XclawConfig
 from xclaw.core.errors import XclawError
 from xclaw.core.events import EventBus
 from xclaw.core.limits import Limits
@@ -44,11 +47,16 @@ class EvalOptions:
     base_url: str | None = None
     work_root: Path | None = None  # where the case folders are made (default: the temp dir)
     protocol: str | None = None  # native | xml | auto for --model (models.setup)
+    # The configuration of the dataset's folder, resolved once for the whole eval (None:
+    # resolved by run_dataset); every case's model, sandbox and commands follow it.
+    config: XclawConfig | None = None
 
 
 async def run_dataset(loaded: LoadedDataset, options: EvalOptions) -> EvalReport:
     """All cases of ``loaded``, at most ``options.jobs`` at a time, results in dataset order."""
     started = time.monotonic()
+    if options.config is None:
+        options = replace(options, config=resolve_config(loaded.root))
     gate = asyncio.Semaphore(max(1, options.jobs))
 
     async def one(case: Case) -> CaseResult:
@@ -174,16 +182,22 @@ async def _run_agent(
     store = None
     try:
         store = open_store(base / "store" / "xclaw.db")  # the case's own, outside its copy
-        agent = Agent(
-            model,
+        # The built-in coding tools only: a dataset's score must not depend on which
+        # plugins or MCP servers the person running it has installed.
+        agent = build_coding(
+            _config(options),
             project,
-            approval=approver,
-            limits=Limits(max_turns=case.max_turns, wall_time_s=case.timeout_s),
-            bus=bus,
-            store=store,
+            Overrides(sandbox=options.sandbox),
+            model=model,
             model_spec=result.model,
-            sandbox=lambda: _sandbox(options),
-        )
+            surface=Surface(approver=approver, bus=bus, store=store, observe=False),
+            face=CodingFace(
+                limits=Limits(max_turns=case.max_turns, wall_time_s=case.timeout_s),
+                plugins=False,
+                mcp=False,
+            ),
+            sandbox=plan_sandbox(_config(options), options.sandbox),
+        ).agent
         async with asyncio.timeout(case.timeout_s):
             run = await agent.run(case.task, session_id=session)
     except TimeoutError:
@@ -220,16 +234,22 @@ def _record_usage(
 def _model(loaded: LoadedDataset, case: Case, options: EvalOptions) -> Model:
     if case.model is not None:
         script = loaded.resolve(case.model.removeprefix("scripted:"), what="script", folder=False)
-        return resolve_model(f"scripted:{script}")
+        return resolve_model(f"scripted:{script}", model_settings=_config(options).models)
     return resolve_model(
-        options.model, base_url=options.base_url, project=loaded.root, protocol=options.protocol
+        options.model,
+        base_url=options.base_url,
+        project=loaded.root,
+        protocol=options.protocol,
+        model_settings=_config(options).models,
     )
 
 
+def _config(options: EvalOptions) -> XclawConfig:
+    return options.config if options.config is not None else resolve_config()  # run_case alone
+
+
 def _sandbox(options: EvalOptions) -> Any:
-    """A new sandbox for one agent run or one dataset command: the user's settings (a case's
-    folder is a copy of the dataset's, not a project of the user's)."""
-    from xclaw.config import load_config
+    """A new sandbox for one dataset command: the user's settings."""
     from xclaw.sandbox.resolve import session_sandbox
 
-    return session_sandbox(load_config(), options.sandbox).sandbox
+    return session_sandbox(_config(options), options.sandbox).sandbox

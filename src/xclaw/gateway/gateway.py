@@ -44,7 +44,13 @@ from xclaw.gateway.acp import (
     ServerFrame,
 )
 from xclaw.gateway.fanout import Fanout, LeaseLost, LocalFanout, Taken
-from xclaw.gateway.sessions import Channel, ChannelApprover, LiveSession, session_messages
+from xclaw.gateway.sessions import (
+    Channel,
+    ChannelApprover,
+    LiveSession,
+    left_waiting,
+    session_messages,
+)
 from xclaw.redact import redact
 
 if TYPE_CHECKING:
@@ -150,6 +156,21 @@ class Gateway:
         self._watching.setdefault(id(channel), set()).add(live.id)
         if first:
             self.fanout.watch(live.id)
+        if not live.offered:
+            live.offered = True
+            self._offer_waiting(live)
+
+    def _offer_waiting(self, live: LiveSession) -> None:
+        """A turn a stopped gateway left waiting for an answer (an approval it had asked, a
+        paused decision) is resumed once someone can give it: the prompt comes back without
+        a new message (seed 003 ch. 06). With several instances the lease holder resumes it."""
+        if self.fanout.distributed or self.draining or not live.exists:
+            return
+        if not _idle(live) or live.control is not None:
+            return
+        if left_waiting(self.store.get_session(live.id)):
+            log.info("session %s: asking again what a stopped gateway was waiting for", live.id)
+            live.worker = asyncio.get_running_loop().create_task(self._work(live, resume=True))
 
     def detach(self, channel: Channel) -> None:
         """A connection is gone: it gets nothing more, its pending approvals are denied, and
@@ -389,7 +410,9 @@ class Gateway:
                         await agent.model.aclose()
 
     # -- turns ------------------------------------------------------------------------------
-    async def _work(self, live: LiveSession) -> None:
+    async def _work(self, live: LiveSession, *, resume: bool = False) -> None:
+        if resume:
+            live.broadcast(await self._turn(live, None))
         while not live.queue.empty():
             message = live.queue.get_nowait()
             if self.draining:  # never recorded: the client is told to send it again
@@ -402,8 +425,9 @@ class Gateway:
                 await live.agent.model.aclose()
 
     async def _turn(
-        self, live: LiveSession, message: AcpMessage, taken: Taken | None = None
+        self, live: LiveSession, message: AcpMessage | None, taken: Taken | None = None
     ) -> ServerFrame:
+        """One turn: ``message`` run or continued, or (None) the session resumed."""
         try:
             agent = live.agent or self._agent_for(live)
         except XclawError as err:
@@ -435,10 +459,12 @@ class Gateway:
         self,
         agent: Agent,
         live: LiveSession,
-        message: AcpMessage,
+        message: AcpMessage | None,
         control: RunControl,
         taken: Taken | None = None,
     ) -> RunResult:
+        if message is None:  # what a stopped gateway left waiting: asked again, here
+            return await agent.resume(live.id, control=control, interrupted="ask")
         if taken is not None and taken.recovered and live.exists:
             if self.store.counters(live.id) != taken.counters:
                 # the dead holder had started this message: continue where it stopped

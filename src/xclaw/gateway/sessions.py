@@ -14,8 +14,9 @@ from xclaw.gateway.acp import AcpMessage, ApprovalRequestFrame, ServerFrame
 
 if TYPE_CHECKING:
     from xclaw.coding.agent import Agent
+    from xclaw.store.base import SessionRecord
 
-__all__ = ["Channel", "ChannelApprover", "LiveSession", "session_messages"]
+__all__ = ["Channel", "ChannelApprover", "LiveSession", "left_waiting", "session_messages"]
 
 APPROVAL_TIMEOUT_S = 300.0
 
@@ -41,6 +42,7 @@ class LiveSession:
     control: RunControl | None = None
     subscribers: list[Channel] = field(default_factory=list)
     approvals: dict[str, asyncio.Future[Answer]] = field(default_factory=dict)
+    offered: bool = False  # checked once for a turn a stopped gateway left waiting
 
     def broadcast(self, frame: ServerFrame) -> None:
         for channel in list(self.subscribers):
@@ -102,6 +104,20 @@ class ChannelApprover:
             return "deny"
         finally:
             session.approvals.pop(request_id, None)
+
+
+def left_waiting(record: SessionRecord | None) -> bool:
+    """The session waits for an answer nobody can give any more: the process that asked an
+    approval (phase ``APPROVAL_REQUIRED``, still ``running``) is gone, or it paused on a call
+    cut off by a crash. Only for a session no turn of this gateway runs. A multi-agent tree
+    is left to `xclaw resume` of its orchestrator (a child never runs on its own)."""
+    if record is None or record.parent_session_id is not None:
+        return False
+    if (record.meta.get("agents") or {}).get("orchestrator"):
+        return False
+    if record.state == "running" and record.phase == "APPROVAL_REQUIRED":
+        return True
+    return record.state == "paused" and bool(record.pending)
 
 
 def session_messages(items: list[dict[str, Any]]) -> list[dict[str, str]]:

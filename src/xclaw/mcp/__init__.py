@@ -5,5 +5,5 @@
 - ``connection``: one server, started on first use and always closed.
 - ``tools``: server tools as ``mcp.<server>.<tool>`` under xclaw's policy.
 - ``runtime``: ``mcp_tools(root, mcp_section)`` for a run; ``describe_servers`` for ``list``.
-- ``serve``: ``xclaw mcp serve``, the coding tools over stdio.
+- ``serve``: ``xclaw mcp serve``, the coding tools over stdio, as ``fs_read`` (or ``fs.read``).
 """

@@ -59,10 +59,11 @@ class McpHub:
         """Every usable server's tools; a server that fails to start is reported, not fatal."""
         if not self.connections:
             return []
-        from xclaw.mcp.tools import adapt_tools, resource_tool
+        from xclaw.mcp.tools import RESOURCE_TOOL, adapt_tools, resource_tool
 
         found: list[Tool] = []
-        wires: set[str] = set()  # providers see ``mcp_a_b``: two names must not meet there
+        # providers see ``mcp_a_b``: two names must not meet there, nor the resource tool's
+        wires: set[str] = {wire_tool_name(RESOURCE_TOOL)}
         listings = await asyncio.gather(
             *(adapt_tools(c) for c in self.connections.values()), return_exceptions=True
         )
@@ -119,6 +120,23 @@ def server_statuses(root: Path, mcp_section: Mapping[str, Any]) -> list[ServerSt
             why = f"not trusted: run `xclaw mcp trust {name}` after reading its definition"
             out.append(ServerStatus(entry, False, why))
     return out
+
+
+def register_mcp_tools(registry: ToolRegistry, tools: list[Tool], warn: Warn) -> list[str]:
+    """Add the MCP tools a registry can take: a name already there, or one that meets a
+    registered tool's on the wire (``fs_read`` of ``fs.read``), is left out with a warning
+    rather than failing every model request of the run. The names registered."""
+    wires = {wire_tool_name(name): name for name in registry.names()}
+    added: list[str] = []
+    for t in tools:
+        other = wires.get(wire_tool_name(t.name))
+        if other is not None:
+            warn(f"{t.name} is left out: {other} is already a tool of that (wire) name")
+            continue
+        registry.register(t)
+        wires[wire_tool_name(t.name)] = t.name
+        added.append(t.name)
+    return added
 
 
 def _stderr(text: str) -> None:
@@ -216,11 +234,7 @@ def with_mcp_tools(
             return await start(control)
         _warn_unused(hub, warn)
         try:
-            for t in await hub.tools(warn):
-                if registry.get(t.name) is None:
-                    registry.register(t)
-                else:
-                    warn(f"{t.name} is already a tool; the MCP one is left out")
+            register_mcp_tools(registry, await hub.tools(warn), warn)
             return await start(control)
         finally:
             await hub.aclose()

@@ -5,6 +5,10 @@ judges what the call would touch (paths inside the root, command rules), then th
 with its own timeout and output cap. There is no human on an MCP stdio channel to answer a
 question, so a call the policy would *ask* about is refused (``APPROVAL_UNAVAILABLE``) unless
 the server was started with ``--approval allow``; a call the policy denies is always refused.
+
+Tool names: ``fs_read`` by default (``underscore``), since several clients accept only
+``^[a-zA-Z0-9_-]{1,64}$`` although the MCP spec (SEP-986) allows dots; ``dotted`` serves
+``fs.read``. A call may use either form; two tools on one served name fail at start.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,33 +26,96 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from xclaw.coding.toolset import coding_registry
+from xclaw.core.errors import ConfigError
 from xclaw.core.limits import Limits
 from xclaw.core.messages import ToolCallPart, ToolResult
-from xclaw.core.tooling import Decision, PreparedCall, Risk, ToolSpec
+from xclaw.core.tooling import Decision, PreparedCall, Risk, ToolSpec, wire_tool_name
+from xclaw.mcp.settings import ToolNameStyle
 from xclaw.policy.engine import PolicyEngine
 from xclaw.tools.base import Workspace
-from xclaw.tools.registry import BoundToolbox
+from xclaw.tools.registry import BoundToolbox, ToolRegistry
 
 ServeApproval = Literal["deny", "allow"]
+_SPEC_NAME = re.compile(r"^[A-Za-z0-9_./-]{1,64}$")  # SEP-986: characters and length
+
+
+class ServedNames:
+    """xclaw's tool names and the names a client is shown, both ways, fixed at start."""
+
+    def __init__(self, names: Iterable[str], style: ToolNameStyle = "underscore") -> None:
+        self._shown: dict[str, str] = {}
+        self._real: dict[str, str] = {}
+        for name in names:
+            shown = wire_tool_name(name) if style == "underscore" else name
+            other = self._real.get(shown)
+            if other is not None and other != name:
+                raise ConfigError(
+                    f"xclaw's tools {other!r} and {name!r} would both be served as {shown!r}.",
+                    code="MCP_TOOL_NAME_COLLISION",
+                    hint="Serve with --tool-names dotted, or rename one of the tools.",
+                )
+            if not _SPEC_NAME.match(shown):
+                raise ConfigError(
+                    f"xclaw's tool {name!r} cannot be served as {shown!r}: MCP tool names "
+                    "are 1-64 letters, digits, '_', '-', '.' or '/'.",
+                    code="MCP_TOOL_NAME_INVALID",
+                    hint="Serve with --tool-names underscore, or rename the tool.",
+                )
+            self._shown[name] = shown
+            self._real[shown] = name
+
+    def shown(self, name: str) -> str:
+        return self._shown[name]
+
+    def real(self, shown: str) -> str | None:
+        """The tool a client means: the served name, xclaw's own (hints quote it), or the
+        underscore form of exactly one tool."""
+        if shown in self._real:
+            return self._real[shown]
+        if shown in self._shown:
+            return shown
+        matches = [name for name in self._shown if wire_tool_name(name) == shown]
+        return matches[0] if len(matches) == 1 else None
+
+    def served(self) -> list[str]:
+        return list(self._real)
 
 
 class ToolService:
     """The policy-checked tool calls behind the MCP server, usable without any transport."""
 
-    def __init__(self, root: Path, approval: ServeApproval = "deny", sandbox: Any = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        approval: ServeApproval = "deny",
+        sandbox: Any = None,
+        *,
+        tool_names: ToolNameStyle = "underscore",
+        registry: ToolRegistry | None = None,  # default: the coding tools
+    ) -> None:
+        registry = coding_registry() if registry is None else registry
+        self.names = ServedNames(registry.names(), tool_names)  # before anything starts
         # No sandbox given: the Workspace's default, from the user's configuration.
         self.workspace = Workspace(root, sandbox=sandbox)
-        self.toolbox = BoundToolbox(coding_registry(), self.workspace)
+        self.toolbox = BoundToolbox(registry, self.workspace)
         self.policy = PolicyEngine(self.workspace)
         self.approval = approval
         self.limits = Limits()
         self._ids = itertools.count(1)
 
     def tools(self) -> list[types.Tool]:
-        return [_describe(spec) for spec in self.toolbox.specs()]
+        return [_describe(spec, self.names.shown(spec.name)) for spec in self.toolbox.specs()]
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> ToolResult:
-        call = ToolCallPart(f"mcp-{next(self._ids)}", name, arguments or {})
+        real = self.names.real(name)
+        if real is None:
+            return ToolResult.failure(
+                "TOOL_NOT_FOUND",
+                f"There is no tool named {name!r}.",
+                hint="Use one of: " + ", ".join(self.names.served()),
+                retryable=True,
+            )
+        call = ToolCallPart(f"mcp-{next(self._ids)}", real, arguments or {})
         prepared = self.toolbox.prepare(call)
         if isinstance(prepared, ToolResult):
             return prepared
@@ -95,9 +164,9 @@ def _discard(_stream: str, _text: str) -> None:
     """Live output has no channel here; the result carries head and tail."""
 
 
-def _describe(spec: ToolSpec) -> types.Tool:
+def _describe(spec: ToolSpec, name: str) -> types.Tool:
     return types.Tool(
-        name=spec.name,
+        name=name,
         description=spec.description,
         input_schema=spec.parameters,
         annotations=types.ToolAnnotations(
@@ -127,9 +196,16 @@ def build_server(service: ToolService) -> Server[Any]:
     return Server("xclaw", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def serve_stdio(root: Path, approval: ServeApproval = "deny", sandbox: Any = None) -> None:
-    """Serve until the client closes stdin; started processes are stopped on the way out."""
-    service = ToolService(root, approval, sandbox)
+async def serve_stdio(
+    root: Path,
+    approval: ServeApproval = "deny",
+    sandbox: Any = None,
+    *,
+    tool_names: ToolNameStyle = "underscore",
+) -> None:
+    """Serve until the client closes stdin; started processes are stopped on the way out.
+    Two tools on one served name is a ``ConfigError`` before anything is served."""
+    service = ToolService(root, approval, sandbox, tool_names=tool_names)
     server = build_server(service)
     try:
         async with stdio_server() as (read, write):

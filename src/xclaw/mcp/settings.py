@@ -7,6 +7,8 @@ expand from xclaw's environment in command, args, env, cwd, url and headers.
 A project's servers start programs (or send headers) that anyone who can write the project
 chose, the model included: each one is used only once the user trusted that exact definition
 (``xclaw mcp trust NAME``, kept in xclaw's data dir). The user's own config needs no trust.
+
+``mcp.serve`` (``ServeSettings``) is how ``xclaw mcp serve`` names the tools it serves.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from xclaw.redact import is_secret_field, is_secret_name, register_secret, regis
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 PROJECT_FILE = ".mcp.json"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# underscore: ``fs_read``, what every client accepts; dotted: ``fs.read``, xclaw's own
+ToolNameStyle = Literal["underscore", "dotted"]
 
 
 class _ServerBase(BaseModel):
@@ -140,15 +144,43 @@ def _register_literal_secrets(server: StdioServer | HttpServer) -> None:
             register_secret(value.split()[-1] if value.split() else value)
 
 
-def user_servers(section: Mapping[str, Any]) -> dict[str, ServerEntry]:
-    """The ``mcp`` section of the user's xclaw.yaml: ``{servers: {name: definition}}``."""
-    unknown = set(section) - {"servers"}
+class ServeSettings(BaseModel):
+    """``mcp.serve``: how ``xclaw mcp serve`` shows xclaw's tools to a client."""
+
+    model_config = ConfigDict(extra="forbid")
+    tool_names: ToolNameStyle = "underscore"
+
+
+def _check_keys(section: Mapping[str, Any]) -> None:
+    unknown = set(section) - {"servers", "serve"}
     if unknown:
         raise ConfigError(
             f"xclaw.yaml: the mcp section has unknown keys: {sorted(unknown)}",
             code="MCP_CONFIG_INVALID",
-            hint="Only mcp.servers is read.",
+            hint="Only mcp.servers and mcp.serve are read.",
         )
+
+
+def serve_settings(section: Mapping[str, Any]) -> ServeSettings:
+    """The ``mcp.serve`` part of the user's xclaw.yaml."""
+    _check_keys(section)
+    try:
+        return ServeSettings.model_validate(section.get("serve") or {})
+    except ValidationError as err:
+        detail = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(serve)'}: {e['msg']}"
+            for e in err.errors(include_url=False, include_input=False)
+        )
+        raise ConfigError(
+            f"xclaw.yaml: mcp.serve is invalid: {detail}",
+            code="MCP_CONFIG_INVALID",
+            hint="mcp.serve takes tool_names: underscore (the default) or dotted.",
+        ) from None
+
+
+def user_servers(section: Mapping[str, Any]) -> dict[str, ServerEntry]:
+    """The ``mcp`` section of the user's xclaw.yaml: ``{servers: {name: definition}}``."""
+    _check_keys(section)
     servers = section.get("servers") or {}
     if not isinstance(servers, dict):
         raise ConfigError("xclaw.yaml: mcp.servers must be a mapping.", code="MCP_CONFIG_INVALID")

@@ -1,5 +1,9 @@
 """An MCP server's tools as xclaw tools: ``mcp.<server>.<tool>``, under our policy.
 
+The server's own name for the tool is what is called; model APIs are shown
+``mcp_<server>_<tool>`` (``wire_tool_name``, mapped back per request), and the hub leaves out a
+tool whose name is over 64 characters or meets another's there.
+
 The server's input schema is what the model is shown, and ``jsonschema`` checks the model's
 arguments against it before anything is sent. Risk comes from the tool's annotations, read
 with the MCP defaults (a tool that says nothing may be destructive):
@@ -32,6 +36,7 @@ from xclaw.mcp.connection import McpConnection, McpUnavailable, describe_error
 from xclaw.tools.base import Tool, tool
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+RESOURCE_TOOL = "mcp.read_resource"
 
 
 def tool_name(server: str, name: str) -> str:
@@ -175,7 +180,7 @@ def resource_tool(connections: Mapping[str, McpConnection], catalogue: list[str]
     ``catalogue`` (``server uri`` lines) joins the description, the first 30 of them."""
     servers = sorted(connections)
 
-    @tool("mcp.read_resource", risk=Risk.READ, timeout_s=120.0)
+    @tool(RESOURCE_TOOL, risk=Risk.READ, timeout_s=120.0)
     async def read_resource(server: str, uri: str) -> ToolResult:
         """Read a resource an MCP server offers (see `xclaw mcp list` for their URIs).
 

@@ -18,6 +18,9 @@ from typing import Any, Literal
 from xclaw.core.errors import XclawError
 
 ScopeKind = Literal["user", "project", "session"]
+MemoryKind = Literal["fact", "preference"]
+FACT: MemoryKind = "fact"
+PREFERENCE: MemoryKind = "preference"  # how the user wants work done: recalled every time
 SearchMode = Literal["hybrid", "vector", "keyword"]
 SCOPE_KINDS: tuple[ScopeKind, ...] = ("user", "project", "session")
 # Any printable text but quotes and backslashes (ids are quoted into Milvus filters).
@@ -75,7 +78,7 @@ class Scope:
 class NewMemory:
     text: str
     scope: Scope
-    kind: str = "fact"  # "fact" | "chunk" | other
+    kind: str = "fact"  # "fact" | "preference" | "chunk" | "kb_doc"
     source: dict[str, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -235,6 +238,17 @@ class MemoryScopes:
     @property
     def visible(self) -> list[Scope]:
         return [s for s in (self.user, self.project, self.session) if s is not None]
+
+    def with_session(self, session_id: str | None) -> MemoryScopes:
+        """These scopes with the session of the run at hand (kept as they are when there is
+        none, or the id cannot name a scope)."""
+        if not session_id or (self.session is not None and self.session.id == session_id):
+            return self
+        try:
+            session = Scope("session", session_id)
+        except MemoryStoreError:
+            return self
+        return MemoryScopes(self.user, self.project, session)
 
     def pick(self, kind: ScopeKind) -> Scope:
         scope = {"user": self.user, "project": self.project, "session": self.session}.get(kind)

@@ -9,7 +9,7 @@ space, else where the budget runs out. The next window starts ``overlap`` tokens
 cut, moved to a heading or a sentence start inside the overlap when there is one.
 
 Every chunk keeps its character range in the document text; ``Locator`` turns that into line
-numbers, the PDF page and the nearest heading above.
+numbers, the PDF page and the heading path above it (``Guide › Install › Linux``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFAULT_SIZE = 200  # approximate tokens per chunk
 DEFAULT_OVERLAP = 40
@@ -150,6 +151,15 @@ def chunk_text(
     return spans
 
 
+class Heading(NamedTuple):
+    """A heading at ``offset`` of the document text: level 1-6, its HTML id if any."""
+
+    offset: int
+    text: str
+    anchor: str | None = None
+    level: int = 1
+
+
 @dataclass(frozen=True, slots=True)
 class Location:
     line_start: int | None
@@ -157,26 +167,51 @@ class Location:
     page: int | None
     heading: str | None
     anchor: str | None
+    heading_path: tuple[str, ...] = ()  # outermost first, ``heading`` last
+
+
+def heading_paths(headings: Sequence[Heading]) -> list[tuple[tuple[str, ...], str | None]]:
+    """For each heading: its path (the enclosing headings, outermost first, then itself)
+    and the anchor of the deepest heading on that path that has one."""
+    stack: list[Heading] = []
+    out: list[tuple[tuple[str, ...], str | None]] = []
+    for h in headings:
+        while stack and stack[-1].level >= h.level:
+            stack.pop()
+        stack.append(h)
+        anchor = next((s.anchor for s in reversed(stack) if s.anchor), None)
+        out.append((tuple(s.text for s in stack), anchor))
+    return out
+
+
+def _line_end(text: str, offset: int) -> int:
+    end = text.find("\n", offset)
+    return len(text) if end < 0 else end
 
 
 class Locator:
     """Maps character offsets of a document's text to lines, pages and headings.
 
-    ``headings`` and ``pages`` are (offset, value) pairs sorted by offset; ``lines=False`` for
-    text that does not follow the file's lines (extracted HTML or PDF text).
+    ``headings`` and ``pages`` are sorted by offset; ``lines=False`` for text that does not
+    follow the file's lines (extracted HTML or PDF text).
     """
 
     def __init__(
         self,
         text: str,
         *,
-        headings: Sequence[tuple[int, str, str | None]] = (),
+        headings: Sequence[Heading] = (),
         pages: Sequence[tuple[int, int]] = (),
         lines: bool = True,
     ) -> None:
         self._newlines = [i for i, ch in enumerate(text) if ch == "\n"] if lines else None
-        self._heading_at = [h[0] for h in headings]
-        self._headings = list(headings)
+        self._heading_at = [h.offset for h in headings]
+        self._paths = heading_paths(headings)
+        # A heading directly followed by the next one (``# API`` then ``## Limits``).
+        self._bare = [
+            not text[_line_end(text, h.offset) : nxt.offset].strip()
+            for h, nxt in zip(headings, headings[1:], strict=False)
+        ]
         self._page_at = [p[0] for p in pages]
         self._pages = [p[1] for p in pages]
 
@@ -190,10 +225,15 @@ class Locator:
         if self._pages:
             i = bisect.bisect_right(self._page_at, span.start) - 1
             page = self._pages[max(i, 0)]
-        heading = anchor = None
-        # A heading that opens the chunk names it, as does the last one above it.
+        path: tuple[str, ...] = ()
+        anchor = None
+        # A heading that opens the chunk names it, as does the last one above it; headings
+        # stacked at its top with no text between them name it by the innermost.
         i = bisect.bisect_right(self._heading_at, span.start + 1) - 1
+        while 0 <= i < len(self._bare) and self._bare[i] and self._heading_at[i + 1] < span.end:
+            i += 1
         if i >= 0:
-            _, heading, anchor = self._headings[i]
+            path, anchor = self._paths[i]
         end_line = self.line_of(max(span.start, span.end - 1))
-        return Location(self.line_of(span.start), end_line, page, heading, anchor)
+        heading = path[-1] if path else None
+        return Location(self.line_of(span.start), end_line, page, heading, anchor, path)

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from xclaw.core.errors import PolicyDenied, XclawError
-from xclaw.memory.base import MemoryItem, MemoryStore, NewMemory, Scope, SearchMode
+from xclaw.memory.base import Hit, MemoryItem, MemoryStore, NewMemory, Scope, SearchMode
 from xclaw.memory.chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, chunk_text
-from xclaw.memory.loaders import LOADERS, SUFFIXES, Document, LoadError, kind_of
+from xclaw.memory.loaders import LOADER_VERSION, LOADERS, SUFFIXES, Document, LoadError, kind_of
 from xclaw.policy.paths import is_secret_path, resolve_inside_root
 
 CHUNK = "chunk"
@@ -85,6 +85,13 @@ class Passage:
     score: float
     vector_score: float | None
     keyword_score: float | None
+    heading_path: tuple[str, ...] = ()
+    chunk: int | None = None  # 1-based position of the passage in its document
+
+    @property
+    def section(self) -> str:
+        """The heading path, outermost first: ``Guide › Install › Linux`` ('' for none)."""
+        return section_of(self.heading_path, self.heading)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -94,9 +101,32 @@ class Passage:
             "line_end": self.line_end,
             "page": self.page,
             "heading": self.heading,
+            "section": self.section,
+            "chunk": self.chunk,
             "score": round(self.score, 4),
             "text": self.text,
         }
+
+    @classmethod
+    def from_hit(cls, hit: Hit) -> Passage:
+        src = hit.item.source or {}
+        path = src.get("heading_path")
+        chunk = src.get("chunk")
+        return cls(
+            text=hit.item.text,
+            citation=citation_for(src),
+            path=str(src.get("path", "")),
+            doc_id=str(src.get("doc_id", "")),
+            line_start=src.get("line_start"),
+            line_end=src.get("line_end"),
+            page=src.get("page"),
+            heading=src.get("heading"),
+            score=hit.score,
+            vector_score=hit.vector_score,
+            keyword_score=hit.keyword_score,
+            heading_path=tuple(str(h) for h in path) if isinstance(path, list) else (),
+            chunk=chunk if isinstance(chunk, int) else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +136,8 @@ class Discovery:
 
 
 def citation_for(source: dict[str, Any]) -> str:
-    """``path:12-18`` for line-based text, ``path#page=3`` for PDF, ``path#anchor`` for HTML."""
+    """``path:12-18`` for line-based text, ``path#page=3`` for PDF, ``path#anchor`` for HTML
+    under a heading with an id, else ``path#chunk=4`` (the passage's place in the file)."""
     path = str(source.get("path", "?"))
     start, end = source.get("line_start"), source.get("line_end")
     if isinstance(start, int):
@@ -115,7 +146,16 @@ def citation_for(source: dict[str, Any]) -> str:
     if isinstance(page, int):
         return f"{path}#page={page}"
     anchor = source.get("anchor")
-    return f"{path}#{anchor}" if anchor else path
+    if anchor:
+        return f"{path}#{anchor}"
+    chunk = source.get("chunk")
+    return f"{path}#chunk={chunk}" if isinstance(chunk, int) else path
+
+
+def section_of(heading_path: Sequence[str], heading: str | None = None) -> str:
+    """``Guide › Install › Linux`` from a heading path (or the one heading of an older
+    index), '' when the passage lies under no heading."""
+    return " › ".join(heading_path) if heading_path else heading or ""
 
 
 def _sha(text: str | bytes) -> str:
@@ -219,7 +259,9 @@ class KnowledgeBase:
 
     @property
     def _chunking(self) -> str:
-        return f"{self.chunk_size}/{self.overlap}"
+        # The loaders' version too: a file indexed by older loaders (page chrome kept, no
+        # heading path) is indexed again by the next ``add``, unchanged or not.
+        return f"{self.chunk_size}/{self.overlap}/{LOADER_VERSION}"
 
     def _read(self, path: Path) -> bytes:
         try:
@@ -252,13 +294,14 @@ class KnowledgeBase:
     def _chunks(self, doc: Document, doc_id: str, path: str) -> list[NewMemory]:
         locator = doc.locator()
         items = []
-        for span in chunk_text(
+        spans = chunk_text(
             doc.text,
             size=self.chunk_size,
             overlap=self.overlap,
-            sections=[h[0] for h in doc.headings],
+            sections=[h.offset for h in doc.headings],
             breaks=[p[0] for p in doc.pages],
-        ):
+        )
+        for number, span in enumerate(spans, start=1):
             loc = locator.locate(span)
             source = {
                 "doc_id": doc_id,
@@ -269,7 +312,9 @@ class KnowledgeBase:
                 "line_end": loc.line_end,
                 "page": loc.page,
                 "heading": loc.heading,
+                "heading_path": list(loc.heading_path),
                 "anchor": loc.anchor,
+                "chunk": number,
                 "title": doc.title,
             }
             items.append(NewMemory(span.text, self.scope, CHUNK, source, {"format": doc.kind}))
@@ -354,25 +399,7 @@ class KnowledgeBase:
 
     def search(self, query: str, k: int = 5, *, mode: SearchMode = "hybrid") -> list[Passage]:
         hits = self.store.search(query, scopes=self.search_scopes, k=k, mode=mode, kinds=[CHUNK])
-        out = []
-        for hit in hits:
-            src = hit.item.source or {}
-            out.append(
-                Passage(
-                    text=hit.item.text,
-                    citation=citation_for(src),
-                    path=str(src.get("path", "")),
-                    doc_id=str(src.get("doc_id", "")),
-                    line_start=src.get("line_start"),
-                    line_end=src.get("line_end"),
-                    page=src.get("page"),
-                    heading=src.get("heading"),
-                    score=hit.score,
-                    vector_score=hit.vector_score,
-                    keyword_score=hit.keyword_score,
-                )
-            )
-        return out
+        return [Passage.from_hit(hit) for hit in hits]
 
 
 def _expand(path: Path) -> Iterator[Path | AddReport]:
@@ -430,4 +457,5 @@ __all__ = [
     "Passage",
     "citation_for",
     "document_id",
+    "section_of",
 ]

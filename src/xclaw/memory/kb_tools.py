@@ -1,8 +1,9 @@
 """``kb.search``: the knowledge base as a read-only tool that answers with citations.
 
 The passages come back numbered with a citation each (``path:12-18``, ``path#page=3``,
-``path#anchor``), so the model can quote the source of what it says. Embedding the query runs
-in a worker thread: the loop keeps serving events meanwhile.
+``path#anchor``, ``path#chunk=4``) and the heading path they lie under, so the model can
+quote the source of what it says. Embedding the query runs in a worker thread: the loop
+keeps serving events meanwhile.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def render_passages(passages: list[Passage]) -> str:
         return "No passage in the knowledge base matches."
     blocks = []
     for i, p in enumerate(passages, start=1):
-        heading = f" ({p.heading})" if p.heading else ""
+        heading = f" § {p.section}" if p.section else ""
         text = p.text if len(p.text) <= PASSAGE_CAP else p.text[:PASSAGE_CAP] + " …"
         blocks.append(f"[{i}] {p.citation}{heading}\n{text}")
     return "\n\n".join(blocks)

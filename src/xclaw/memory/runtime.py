@@ -1,11 +1,15 @@
 """Wiring: what ``xclaw run`` / ``xclaw serve`` add to an Agent for long-term memory.
 
-memory = open_memory(config, default_scopes(project_root, session_id), model=model)
+memory = open_memory(config, default_scopes(project_root), model=model)
 agent = Agent(model, root, tools=[*coding_tools, *memory.tools()], hooks=memory.hooks())
 result = await agent.run(task, session_id=session_id)
 ...show the reply...
 await memory.drain()      # background extraction, bounded by its timeout
 memory.close()
+
+One runtime may serve many sessions (a gateway): its hooks bind each run's session, so
+``memory.save scope=session`` and recall reach that run's session scope without a
+``session_id`` in ``default_scopes``.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from xclaw.core.hooks import Hooks
 from xclaw.core.model import Model
 from xclaw.memory.base import MemoryScopes, MemoryStore, MemoryStoreError, Scope
 from xclaw.memory.extract import Extractor
-from xclaw.memory.recall import Recall, recall_budget
-from xclaw.memory.settings import MemoryConfig, memory_config, open_memory_store
+from xclaw.memory.recall import Recall, RecallLimits, recall_budget
+from xclaw.memory.run_session import bind_session
+from xclaw.memory.settings import MemoryConfig, RecallConfig, memory_config, open_memory_store
 from xclaw.memory.tools import memory_tools
 from xclaw.tools.base import Tool
 
@@ -53,11 +58,22 @@ def _project_scope(root: Path) -> Scope:
 def _window_and_counter(model: Model | None) -> tuple[int | None, TokenCounter]:
     if model is None:
         return None, EstimateCounter()
-    from xclaw.models.info import model_info
+    from xclaw.models.info import window_info
 
-    info = model_info(model)
+    info = window_info(model)  # a failover chain's smallest window
     window = info.profile.context_window if info.profile is not None else None
     return window, counter_for_model(info.name)
+
+
+def recall_limits(section: RecallConfig) -> RecallLimits:
+    """Recall's limits from ``memory.recall`` (the floor is on the vector similarity)."""
+    return RecallLimits(
+        top_k=section.top_k,
+        min_similarity=section.min_similarity,
+        preferences=section.preferences,
+        kb_passages=section.kb_passages,
+        kb_chars=section.kb_chars,
+    )
 
 
 @dataclass(slots=True)
@@ -69,9 +85,12 @@ class MemoryRuntime:
     extractor: Extractor | None
 
     def hooks(self) -> Hooks:
-        """Recall before each model call; extraction on completion and before compaction.
-        Merge these after the Agent's own hooks (the Agent does: user hooks come last)."""
-        hooks = self.recall.hooks() if self.recall else Hooks()
+        """The run's session bound for the memory tools, recall before each model call;
+        extraction on completion and before compaction. Merge these after the Agent's own
+        hooks (the Agent does: user hooks come last)."""
+        hooks = Hooks(before_model_call=[bind_session])
+        if self.recall is not None:
+            hooks = hooks.merged(self.recall.hooks())
         return hooks.merged(self.extractor.hooks()) if self.extractor else hooks
 
     @property
@@ -131,8 +150,8 @@ def open_memory(
             max_tokens=recall_budget(
                 window, fraction=cfg.recall.window_fraction, cap=cfg.recall.max_tokens
             ),
-            top_k=cfg.recall.top_k,
-            min_score=cfg.recall.min_score,
+            limits=recall_limits(cfg.recall),
+            user=scopes.user,
             counter=counter,
         )
     extractor = None

@@ -1,9 +1,10 @@
 """The model's memory tools: ``memory.save`` and ``memory.forget`` (writes under the
 policy, recorded in the tool ledger) and ``memory.search`` (read-only).
 
-Tools are built per run by ``memory_tools(store, scopes)``: the scopes are fixed by the
-caller, never by the model, so a model can only reach the memories of its own user, project
-and session.
+Tools are built by ``memory_tools(store, scopes)``: the scopes are fixed by the caller,
+never by the model, so a model can only reach the memories of its own user, project and
+session. The session is the one of the run making the call (``run_session``), so one set of
+tools serves every session of a gateway; ``scopes.session`` is the fallback outside a run.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from pydantic import Field
 from xclaw.core.errors import XclawError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Risk
-from xclaw.memory.base import MemoryScopes, MemoryStore, NewMemory
+from xclaw.memory.base import FACT, PREFERENCE, MemoryKind, MemoryScopes, MemoryStore, NewMemory
 from xclaw.memory.dedup import find_duplicate
+from xclaw.memory.run_session import current_session_id
 from xclaw.redact import redact
 from xclaw.tools.base import Tool, tool
 
@@ -33,12 +35,15 @@ def memory_tools(
 ) -> list[Tool]:
     """``memory.save``, ``memory.search`` and ``memory.forget`` bound to ``store`` and
     ``scopes``."""
-    session_id = scopes.session.id if scopes.session else None
+
+    def now() -> MemoryScopes:
+        return scopes.with_session(current_session_id())
 
     @tool("memory.save", risk=Risk.WRITE, timeout_s=60)
     async def save(
         text: Annotated[str, Field(min_length=3, max_length=_TEXT_MAX)],
         scope: Literal["user", "project", "session"] = "user",
+        kind: MemoryKind = FACT,
     ) -> ToolResult:
         """Save a durable fact to long-term memory so later sessions recall it: the user's
         preferences, their stack and style, project background, decisions taken. Write one
@@ -48,10 +53,14 @@ def memory_tools(
             text: The fact, complete and self-contained.
             scope: user (default: about the user, every project), project (this project
                 only) or session (this conversation only).
+            kind: preference for how the user wants work done (languages, style, tools,
+                format): recalled in every later session; fact (default) for anything else,
+                recalled when it relates to the request.
         """
         text = redact(text)  # a memory is shown, exported and recalled: never a secret
+        visible = now()
         try:
-            target = scopes.pick(scope)
+            target = visible.pick(scope)
             same = await asyncio.to_thread(
                 find_duplicate, store, text, target, similarity=duplicate_similarity
             )
@@ -59,13 +68,14 @@ def memory_tools(
                 return ToolResult.success(
                     f"Already remembered as {same.id}: {same.text}", id=same.id, duplicate=True
                 )
+            session_id = visible.session.id if visible.session else None
             meta = {"origin": "tool", "session_id": session_id}
             ids = await asyncio.to_thread(
-                store.save, [NewMemory(text, target, "fact", metadata=meta)]
+                store.save, [NewMemory(text, target, kind, metadata=meta)]
             )
         except XclawError as err:
             return _failure(err)
-        return ToolResult.success(f"Saved memory {ids[0]}.", id=ids[0], scope=target.key)
+        return ToolResult.success(f"Saved {kind} {ids[0]}.", id=ids[0], scope=target.key, kind=kind)
 
     @tool("memory.search", risk=Risk.READ, timeout_s=60)
     async def search(
@@ -81,7 +91,7 @@ def memory_tools(
         """
         try:
             hits = await asyncio.to_thread(
-                store.search, query, scopes=scopes.visible, k=k, kinds=["fact"]
+                store.search, query, scopes=now().visible, k=k, kinds=[FACT, PREFERENCE]
             )
         except XclawError as err:
             return _failure(err)
@@ -90,6 +100,7 @@ def memory_tools(
                 "id": h.item.id,
                 "text": h.item.text,
                 "scope": h.item.scope.kind,
+                "kind": h.item.kind,
                 "score": round(h.score, 3),
             }
             for h in hits
@@ -106,7 +117,7 @@ def memory_tools(
             id: The memory's id.
         """
         try:
-            removed = await asyncio.to_thread(store.delete, [id], scopes=scopes.visible)
+            removed = await asyncio.to_thread(store.delete, [id], scopes=now().visible)
         except XclawError as err:
             return _failure(err)
         if not removed:

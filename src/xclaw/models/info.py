@@ -34,10 +34,31 @@ def primary(model: Model) -> Model:
 
 
 def model_info(model: Model) -> ModelInfo:
-    first = primary(model)
-    preset = getattr(first, "preset", None)
-    name = str(getattr(first, "model", first.name))
+    """What is known about the model a run normally talks to (a chain's first)."""
+    return _info(primary(model))
+
+
+def window_info(model: Model) -> ModelInfo:
+    """The model whose context window bounds every request to ``model``.
+
+    A failover chain is budgeted to the smallest known window of its models: the budget
+    fits the conversation before the request is sent, and a failover happens inside the
+    send, so a request fitted to a larger first model would overflow a smaller backup just
+    when it is needed. Models without a known profile do not count; when none is known, the
+    first model's info (no profile: no budget)."""
+    if not isinstance(model, FallbackModel) or len(model.models) == 1:
+        return model_info(model)
+    infos = [_info(innermost(m)) for m in model.models]
+    known = [i for i in infos if i.profile is not None]
+    if not known:
+        return infos[0]
+    return min(known, key=lambda i: i.profile.context_window if i.profile else 0)
+
+
+def _info(model: Model) -> ModelInfo:
+    preset = getattr(model, "preset", None)
+    name = str(getattr(model, "model", model.name))
     if not isinstance(preset, Preset):
-        return ModelInfo(first.name, None, None, None)
+        return ModelInfo(model.name, None, None, None)
     price_in, price_out = preset.prices(name)
-    return ModelInfo(first.name, preset.profile(name), price_in, price_out)
+    return ModelInfo(model.name, preset.profile(name), price_in, price_out)

@@ -1,4 +1,7 @@
-"""``chatgpt-web[:MODE]``: the ChatGPT web page as a model, in the XML text protocol.
+"""``chatgpt-web[:MODE[!]]``: the ChatGPT web page as a model, in the XML text protocol.
+
+``MODE!`` asks for the mode strictly (``WEB_MODE_UNAVAILABLE`` instead of a fallback);
+``XCLAW_WEB_TIMEOUTS=turn_s=600,page_load_s=20`` changes the page's timeouts.
 
 The browser is the dedicated one of ``xclaw.browser`` (profile ``browser/chatgpt/`` in the data
 dir); ``--headless`` / ``XCLAW_BROWSER_HEADLESS=1`` and ``--browser PATH`` / ``XCLAW_BROWSER``
@@ -52,7 +55,12 @@ def chatgpt_web_model(mode: str | None, *, base_url: str | None = None) -> TextP
             code="MODEL_PROVIDER_UNAVAILABLE",
             hint="pip install playwright (xclaw's own install has it), and install Chromium.",
         ) from None
-    options = ChatGPTWebOptions(mode=mode or None)
+    from xclaw.models.chatgpt_web.modes import split_mode
+    from xclaw.models.chatgpt_web.options import TIMEOUTS_ENV, timeouts_from
+
+    wanted, strict = split_mode(mode)  # "pro!": that mode or an error, never a fallback
+    timeouts = timeouts_from(os.environ.get(TIMEOUTS_ENV, ""))
+    options = ChatGPTWebOptions(mode=wanted, mode_strict=strict, timeouts=timeouts)
     if base_url:
         options = replace(options, base_url=base_url)
     extra = shlex.split(os.environ.get("XCLAW_BROWSER_ARGS", ""))

@@ -13,27 +13,33 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from xclaw.config import XclawConfig
     from xclaw.store.postgres import PostgresStore
     from xclaw.store.sqlite import SqliteStore
 
 DATABASE_URL_ENV = "XCLAW_DATABASE_URL"
 
 
-def database_url() -> str | None:
-    """The configured PostgreSQL URL, or None for the embedded SQLite store."""
+def database_url(config: XclawConfig | None = None) -> str | None:
+    """The configured PostgreSQL URL, or None for the embedded SQLite store. ``config``: the
+    command's resolved configuration (read here only when a caller has none)."""
     url = os.environ.get(DATABASE_URL_ENV, "").strip()
     if url:
         return url
-    from xclaw.config import load_config
+    if config is None:
+        from xclaw.config import load_config
 
-    return load_config().store.url
+        config = load_config()
+    return config.store.url
 
 
-def open_store(path: Path | None = None) -> SqliteStore | PostgresStore:
+def open_store(
+    path: Path | None = None, *, config: XclawConfig | None = None
+) -> SqliteStore | PostgresStore:
     """The session store. An explicit SQLite ``path`` wins; otherwise the database URL, if
     one is configured, selects PostgreSQL; otherwise ``xclaw.db`` in the XDG data dir."""
     if path is None:
-        url = database_url()
+        url = database_url(config)
         if url:
             from xclaw.store.postgres import PostgresStore
 

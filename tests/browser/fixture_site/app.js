@@ -56,7 +56,8 @@ function renderMarkdown(md) {
 function addTurn(role, markdown) {
   turns += 1;
   const article = document.createElement('article');
-  article.setAttribute('data-testid', 'conversation-turn-' + turns);
+  // 'renamed': the turns lost their test ids; only the structure is left.
+  if (config.variant !== 'renamed') article.setAttribute('data-testid', 'conversation-turn-' + turns);
   const message = document.createElement('div');
   message.setAttribute('data-message-author-role', role);
   const content = document.createElement('div');
@@ -87,9 +88,22 @@ function copyText(markdown) {
 function addActionBar(article, markdown) {
   const bar = document.createElement('div');
   bar.className = 'actions';
+  if (config.variant === 'no_copy') {
+    // An action bar, but its copy button is gone: the adapter must read the DOM.
+    const like = document.createElement('button');
+    like.type = 'button';
+    like.setAttribute('data-testid', 'good-response-turn-action-button');
+    like.setAttribute('aria-label', 'Gute Antwort');
+    like.textContent = '👍';
+    bar.appendChild(like);
+    article.appendChild(bar);
+    return bar;
+  }
   const button = document.createElement('button');
   button.type = 'button';
-  button.setAttribute('data-testid', 'copy-turn-action-button');
+  // 'renamed': the copy button too (the adapter must end the turn and read it without it).
+  const renamedBar = config.variant === 'renamed';
+  button.setAttribute('data-testid', renamedBar ? 'copy-action' : 'copy-turn-action-button');
   button.setAttribute('aria-label', 'Kopieren');
   button.textContent = '⧉';
   button.addEventListener('click', () => copyText(markdown));
@@ -116,6 +130,27 @@ async function showBannerUntilCleared(text) {
   banner.remove();
 }
 
+function showError(article, reply) {
+  // The stream broke: an error in the page, and a Retry button that plays the reply again.
+  const box = document.createElement('div');
+  box.setAttribute('role', 'alert');
+  box.setAttribute('data-testid', 'error-banner');
+  box.textContent = reply.error + ' ';
+  const retry = document.createElement('button');
+  retry.type = 'button';
+  retry.textContent = 'Wiederholen';
+  retry.addEventListener('click', async () => {
+    box.remove();
+    article.remove();
+    turns -= 1;
+    busy = true;
+    await play({ ...reply, error: null, cut_ms: 0, endless: false });
+    busy = false;
+  });
+  box.appendChild(retry);
+  $('#banner-slot').appendChild(box);
+}
+
 async function play(reply) {
   const { article, content } = addTurn('assistant', '');
   showStop(true);
@@ -134,9 +169,23 @@ async function play(reply) {
   const half = Math.floor(reply.text.length / 2);
   let shown = 0;
   while (shown < reply.text.length) {
-    if (reply.banner && (shown >= half || shown + reply.chunk >= reply.text.length)) {
+    const halfway = shown >= half || shown + reply.chunk >= reply.text.length;
+    if (reply.banner && halfway) {
       await showBannerUntilCleared(reply.banner);
       reply.banner = null;
+    }
+    if (reply.error && halfway) {
+      showStop(false);
+      showError(article, reply);
+      return;
+    }
+    if (reply.endless && halfway) return; // the stop button stays; nothing more ever comes
+    if (reply.cut_ms && halfway) {
+      // A stall: the text stands still and the stop button is gone, then it goes on.
+      showStop(false);
+      await sleep(reply.cut_ms);
+      showStop(true);
+      reply.cut_ms = 0;
     }
     shown = Math.min(reply.text.length, shown + reply.chunk);
     content.innerHTML = renderMarkdown(reply.text.slice(0, shown));
@@ -149,7 +198,7 @@ async function play(reply) {
 // The editor's text the way an editor model serialises it: the inline run before the first
 // block is line one, every block after it one more line (a block holding only <br> is empty).
 function composerText() {
-  const editor = $('#prompt-textarea') || $('.composer-next');
+  const editor = $('#prompt-textarea') || $('.composer-next') || $('.editor-v2');
   const lines = [''];
   for (const node of editor.childNodes) {
     if (node.nodeType === Node.ELEMENT_NODE && /^(DIV|P)$/.test(node.tagName)) {
@@ -164,7 +213,7 @@ function composerText() {
 }
 
 function clearComposer() {
-  const editor = $('#prompt-textarea') || $('.composer-next');
+  const editor = $('#prompt-textarea') || $('.composer-next') || $('.editor-v2');
   editor.textContent = '';
 }
 
@@ -180,6 +229,7 @@ async function submit() {
   $('#attachments').textContent = '';
   const response = await api('/backend-api/conversation',
     { conversation_id: conversationId, text, attachments });
+  if (response.status === 401) { location.href = '/auth/login'; return; }
   conversationId = response.body.conversation_id;
   if (location.pathname !== '/c/' + conversationId) {
     history.pushState({}, '', '/c/' + conversationId);
@@ -188,8 +238,27 @@ async function submit() {
   busy = false;
 }
 
+function renderRenamedComposer(slot) {
+  // The same composer with every id and test id renamed: only structure and roles are left.
+  slot.innerHTML = '<form id="composer-form">' +
+    '<div class="ProseMirror editor-v2" contenteditable="true" translate="no"></div>' +
+    '<div id="attachments"></div>' +
+    '<button id="send" data-testid="composer-send" aria-label="Nachricht senden" ' +
+    'type="submit">↑</button>' +
+    '<button id="stop" data-testid="composer-stop-button" aria-label="Streaming stoppen" ' +
+    'type="button" hidden>■</button></form>';
+  $('#composer-form').addEventListener('submit', (event) => { event.preventDefault(); submit(); });
+  $('.editor-v2').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      submit();
+    }
+  });
+}
+
 function renderComposer() {
   const slot = $('#composer-slot');
+  if (config.variant === 'renamed') { renderRenamedComposer(slot); return; }
   if (config.variant === 'outdated') {
     // A redesign: no form, no id, no test ids. Nothing the adapter knows.
     slot.innerHTML = '<div class="composer-box"><div class="composer-next" ' +
@@ -274,7 +343,10 @@ async function loadConversation(id) {
   conversationId = id;
   for (const message of response.body.messages) {
     const turn = addTurn(message.role, message.text);
-    if (message.role === 'assistant') addActionBar(turn.article, message.text);
+    if (message.endless) showStop(true); // still running on the server: it never finishes
+    else if (message.role === 'assistant' && config.variant !== 'no_action_bar') {
+      addActionBar(turn.article, message.text);
+    }
   }
 }
 

@@ -26,6 +26,10 @@ import numpy as np
 from build_retrieval_set import QUERIES, VECTORS, all_passages  # type: ignore[import-not-found]
 
 MODES = ("vector", "keyword", "hybrid")
+# What recall puts in the prompt: before issue 24, the hybrid top 5 with a blended score of at
+# least 0.1; now the hybrid rank over top_k * candidates hits, floored on the vector score.
+RECALL_MODES = ("recall_before", "recall")
+OLD_BLENDED_FLOOR = 0.1
 K = 5
 
 
@@ -137,6 +141,23 @@ def _score(scores: Scores, q: dict[str, Any], mode: str, ranked: list[str]) -> N
     scores.groups[(mode, "type:" + q["type"])].append(bool(ranks))
 
 
+def _recall_paths(store: Any, query: str, scope: Any) -> dict[str, list[str]]:
+    """The passages each recall rule would bring for ``query`` (see RECALL_MODES)."""
+    from xclaw.memory.recall import RecallLimits, select_by_rank
+
+    limits = RecallLimits(top_k=K)
+
+    def ids(hits: Any) -> list[str]:
+        return [str((h.item.source or {}).get("doc_id")) for h in hits]
+
+    top = store.search(query, scopes=[scope], k=K, kinds=["chunk"])
+    wide = store.search(query, scopes=[scope], k=K * limits.candidates, kinds=["chunk"])
+    return {
+        "recall_before": ids(h for h in top if h.score >= OLD_BLENDED_FLOOR),
+        "recall": ids(select_by_rank(wide, limits.min_similarity, K)),
+    }
+
+
 def run_eval(db_path: Path, weights: Any = None, *, with_rrf: bool = False) -> EvalRun:
     from xclaw.memory.base import NewMemory, Scope
     from xclaw.memory.embed import default_embedder
@@ -169,6 +190,8 @@ def run_eval(db_path: Path, weights: Any = None, *, with_rrf: bool = False) -> E
                 _score(scores, q, mode, ranked[mode])
             if with_rrf:
                 _score(scores, q, "rrf", rrf(ranked["vector"], ranked["keyword"]))
+            for mode, ids in _recall_paths(store, q["query"], scope).items():
+                _score(scores, q, mode, ids)
     finally:
         store.close()
     per_group: dict[str, dict[str, float]] = defaultdict(dict)

@@ -1,16 +1,20 @@
-"""The errors the ChatGPT web transport raises, all ``ModelError``s so the loop treats them as
-a failed model transport (never as a protocol violation by the model).
+"""The errors the ChatGPT web transport raises: ``ModelError``s, so the loop treats them as a
+failed model transport (never as a protocol violation by the model), and pauses.
 
+    EndRun, status "interrupted" (a pause: the session resumes with ``xclaw resume``)
+        WEB_LOGIN_REQUIRED          signed out (at the start or mid-run): ``xclaw login`` first
+        WEB_TURN_TIMEOUT            the reply did not finish, also after one safe retry
     ModelRequestRejected (retrying alone cannot help; a person or an update must act)
-        WEB_LOGIN_REQUIRED          not signed in: run ``xclaw login``
+        WEB_LOGIN_REQUIRED          ``xclaw login`` saw nobody sign in (or has no window)
         WEB_ADAPTER_OUTDATED        the page no longer matches the locators; bundle written
+        WEB_MODE_UNAVAILABLE        a mode asked for strictly (``pro!``) could not be selected
+        WEB_TAKEOVER_HEADLESS       a person is needed, but the browser has no window
         WEB_CONVERSATION_NOT_FOUND  a saved conversation URL no longer opens that chat
         WEB_URL_REFUSED             a URL outside the configured site
         BROWSER_*                   no browser, a profile inside a project or in use, ...
     ModelUnavailable (worth another attempt; a retry of the same message resumes, not resends)
         WEB_TAKEOVER_TIMEOUT        a challenge or banner did not clear in time
         WEB_TURN_NOT_STARTED        no reply began after the message was sent
-        WEB_TURN_TIMEOUT            the reply did not finish in time
         WEB_BROWSER_LOST            the browser kept dying
         WEB_PAGE_ERROR              the page kept failing an operation (navigation, click)
 """
@@ -19,8 +23,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xclaw.core.errors import ModelError, ModelRequestRejected, ModelUnavailable, XclawError
+from xclaw.core.errors import (
+    EndRun,
+    ModelError,
+    ModelRequestRejected,
+    ModelUnavailable,
+    XclawError,
+)
 from xclaw.models.chatgpt_web.locators import ADAPTER_VERSION
+from xclaw.models.chatgpt_web.modes import ModeSelection
 from xclaw.models.chatgpt_web.page_state import Takeover
 from xclaw.redact import redact
 
@@ -30,6 +41,42 @@ def login_required(detail: str = "The browser is not signed in to ChatGPT.") -> 
         detail,
         code="WEB_LOGIN_REQUIRED",
         hint="Run `xclaw login` and sign in in the browser window it opens.",
+    )
+
+
+def signed_out(detail: str = "The browser is not signed in to ChatGPT.") -> EndRun:
+    """A pause, not a failure: nothing was lost, the session goes on once signed in again."""
+    return EndRun(
+        f"{detail} The session is paused: sign in with `xclaw login`, then resume it.",
+        code="WEB_LOGIN_REQUIRED",
+    )
+
+
+def login_headless() -> ModelError:
+    return ModelRequestRejected(
+        "The browser is not signed in to ChatGPT, and with --headless it has no window to "
+        "sign in with.",
+        code="WEB_LOGIN_REQUIRED",
+        hint="Run `xclaw login` without --headless and sign in in the window it opens.",
+    )
+
+
+def mode_unavailable(selection: ModeSelection) -> ModelError:
+    return ModelRequestRejected(
+        f"The mode {selection.requested!r} was asked for strictly and cannot be used: "
+        f"{selection.warning}",
+        code="WEB_MODE_UNAVAILABLE",
+        hint=f"Wait until it is available again, or ask for {selection.requested!r} without "
+        "'!' to accept the fallback.",
+    )
+
+
+def takeover_headless(takeover: Takeover) -> ModelError:
+    return ModelRequestRejected(
+        f"{takeover.message} A person must handle it in the browser window, but the browser "
+        "runs headless (no window).",
+        code="WEB_TAKEOVER_HEADLESS",
+        hint="Resume the session without --headless and handle it in the window.",
     )
 
 
@@ -78,11 +125,12 @@ def turn_not_started(waited_s: float) -> ModelError:
     )
 
 
-def turn_timeout(waited_s: float) -> ModelError:
-    return ModelUnavailable(
-        f"The reply did not finish within {waited_s:.0f}s.",
+def turn_timeout(waited_s: float) -> EndRun:
+    return EndRun(
+        f"The reply did not finish within {waited_s:.0f}s, also after reloading the chat once "
+        "(the message was not sent again). The session is paused: look at the chat in the "
+        "browser, then resume it.",
         code="WEB_TURN_TIMEOUT",
-        hint="The chat may still be working; resuming waits for the same reply again.",
     )
 
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-ADAPTER_VERSION = "1.0"
+ADAPTER_VERSION = "1.1"  # 1.1: the 2026 page (section turns, composer pill, effort controls)
 
 Tier = Literal["role", "attribute", "structure", "class"]
 
@@ -56,6 +56,7 @@ COMPOSER = Locator(
         _role("form >> role=textbox"),
         _attr("#prompt-textarea"),
         _attr('textarea[name="prompt-textarea"]'),
+        _attr('[data-testid="composer-input"]'),
         _structure('form [contenteditable="true"]'),
         _structure("form textarea"),
         _class(".ProseMirror"),
@@ -67,6 +68,7 @@ SEND_BUTTON = Locator(
     (
         _role("form >> role=button[name=/^send/i]"),
         _attr('[data-testid="send-button"]'),
+        _attr("#composer-submit-button"),
         _structure('form button[type="submit"]'),
     ),
     visible=True,
@@ -76,17 +78,33 @@ STOP_BUTTON = Locator(
     (
         _role("form >> role=button[name=/^stop/i]"),
         _attr('[data-testid="stop-button"]'),
+        _attr('form [data-testid$="stop-button"]'),
         _class("button.stop-button"),
     ),
     visible=True,
 )
 _ASSISTANT = '[data-message-author-role="assistant"]'
+# 2025: <article data-testid="conversation-turn-N">; 2026: <section> with the same test id and
+# data-turn="assistant" (the inner author-role element may be missing, e.g. deep research).
 ASSISTANT_TURN = Locator(
     "assistant turn",
     (
         _attr(f'article[data-testid^="conversation-turn"]:has({_ASSISTANT})'),
+        _attr('[data-testid^="conversation-turn"][data-turn="assistant"]'),
+        _attr(f'section[data-testid^="conversation-turn"]:has({_ASSISTANT})'),
+        _attr('[data-turn="assistant"]'),
         _structure(f"main article:has({_ASSISTANT})"),
         _structure(_ASSISTANT),
+    ),
+)
+# The same for the person's turns: a reload tells from them whether a message arrived.
+USER_TURN = Locator(
+    "user turn",
+    (
+        _attr('article[data-testid^="conversation-turn"]:has([data-message-author-role="user"])'),
+        _attr('[data-testid^="conversation-turn"][data-turn="user"]'),
+        _attr('[data-turn="user"]'),
+        _structure('[data-message-author-role="user"]'),
     ),
 )
 # Inside the last assistant turn: the finished-turn action bar's copy button.
@@ -95,6 +113,15 @@ COPY_BUTTON = Locator(
     (
         _role("role=button[name=/^copy$/i]"),
         _attr('[data-testid="copy-turn-action-button"]'),
+    ),
+)
+# Inside the last assistant turn: anything only a finished turn carries (its action bar). The
+# copy button is one of them, not the only one: reading never hinges on it.
+FINISHED_TURN = Locator(
+    "finished-turn action bar",
+    (
+        *COPY_BUTTON.strategies,
+        _attr('[data-testid$="-turn-action-button"]'),
     ),
 )
 # Inside the last assistant turn: the reply itself, read as DOM text when copying fails.
@@ -106,21 +133,35 @@ REPLY_CONTENT = Locator(
         _class(".markdown"),
     ),
 )
+# The model menu's opener: the 2025 header button, or the 2026 composer pill.
 MODEL_SWITCHER = Locator(
     "model switcher",
     (
         _attr('[data-testid="model-switcher-dropdown-button"]'),
+        _class('button.__composer-pill[aria-haspopup="menu"]'),
         _structure('header button[aria-haspopup="menu"]'),
     ),
     visible=True,
 )
 MODE_TESTID_PREFIX = "model-switcher-"
+# Candidates only: scripts.MENU_ITEMS keeps the rows (models) and drops the controls inside or
+# beside them (2026: per-row effort buttons whose test ids also start with the prefix).
 MODE_ITEMS = Locator(
     "mode menu items",
     (
         _role('role=menu >> [data-testid^="model-switcher-"]'),
         _attr('[data-radix-menu-content] [data-testid^="model-switcher-"]'),
         _structure('[role="menu"] [role^="menuitem"]'),
+    ),
+    visible=True,
+)
+# Transient notices (Radix toasts): a usage limit is announced there. Read, never clicked.
+TOAST = Locator(
+    "toast",
+    (
+        _attr('[role="region"] li[role="status"]'),
+        _attr('[data-testid^="toast"]'),
+        _class(".toast-root"),
     ),
     visible=True,
 )

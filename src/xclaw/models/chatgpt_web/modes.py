@@ -9,6 +9,9 @@ without the ``model-switcher-`` prefix, else ``data-value`` or ``id``) and its A
   first in menu order.
 - A disabled (rate-limited) target falls back to the item just before it, if that one is
   available; otherwise, and when nothing matches, the current mode is kept (no guessing).
+
+Any outcome but a confirmed ``selected`` carries a ``warning`` (a plain sentence the live view
+prints); a strict request (``chatgpt-web:pro!``) turns it into ``WEB_MODE_UNAVAILABLE``.
 """
 
 from __future__ import annotations
@@ -52,9 +55,46 @@ class ModeSelection:
     requested: str
     selected: str | None  # the slug now in use when known
     reason: Reason
+    confirmed: bool = True  # the menu showed the choice checked afterwards
+    notice: str | None = None  # what the page announced meanwhile (a limit toast), verbatim
+
+    @property
+    def warning(self) -> str | None:
+        """A plain sentence when the mode in use is not, or not known to be, the one asked."""
+        if self.reason == "selected" and self.confirmed:
+            return None
+        want, now = repr(self.requested), self.selected or "its current mode"
+        sentence = {
+            "selected": f"{want} was chosen, but the menu does not show which mode is active, "
+            "so the choice is not confirmed.",
+            "rate_limited_fallback": f"{want} is disabled (rate-limited); using {now}, the "
+            "mode before it in the menu.",
+            "target_missing": f"No mode in the menu matches {want}; the chat stays in {now}.",
+            "target_unavailable": f"{want} is disabled (rate-limited) and no usable mode comes "
+            f"before it; the chat stays in {now}.",
+            "menu_empty": f"The model menu showed no modes; the chat stays in {now}.",
+            "switcher_not_found": f"No model menu was found on the page; the chat stays in {now}.",
+            "not_confirmed": f"Choosing {want} did not take effect; the chat stays in {now}.",
+        }[self.reason]
+        return sentence + (f" The page says: {self.notice}" if self.notice else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"requested": self.requested, "selected": self.selected, "reason": self.reason}
+        return {
+            "requested": self.requested,
+            "selected": self.selected,
+            "reason": self.reason,
+            "confirmed": self.confirmed,
+            "warning": self.warning,
+        }
+
+
+def split_mode(spec: str | None) -> tuple[str | None, bool]:
+    """``"pro!"`` → ``("pro", True)``: a trailing ``!`` asks for the mode strictly."""
+    if not spec:
+        return None, False
+    strict = spec.endswith("!")
+    mode = spec.rstrip("!").strip()
+    return (mode or None), strict and bool(mode)
 
 
 def slug_of(identifier: str, prefix: str) -> str:

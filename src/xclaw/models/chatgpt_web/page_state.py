@@ -65,6 +65,9 @@ class Takeover:
     def to_dict(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message, "url": self.url}
 
+    def __str__(self) -> str:  # what a surface prints: never the dataclass repr
+        return f"[{self.code}] {self.message}"
+
 
 def same_origin(url: str, base_url: str) -> bool:
     a, b = urlsplit(url), urlsplit(base_url)

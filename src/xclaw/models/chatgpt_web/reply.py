@@ -1,5 +1,6 @@
 """Reading a finished reply: as Markdown through the turn's copy button, captured inside the
-page (``scripts.CLIPBOARD_CAPTURE``), else as text from the DOM.
+page (``scripts.CLIPBOARD_CAPTURE``), else as text from the DOM; the result says which, and
+why (the transport reports it as ``conversation.reply_read``).
 
 The text goes to the XML parser as it is: a code fence around the reply, or prose before and
 after it, are the parser's to handle (it strips one fence and tolerates text around the root).
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator as PageLocator
@@ -28,12 +30,24 @@ Source = Literal["clipboard", "dom"]
 _STEP_S = 0.05
 
 
-async def read_reply(page: Page, turn: PageLocator, *, copy_timeout_s: float) -> tuple[str, Source]:
+@dataclass(frozen=True, slots=True)
+class ReplyRead:
+    text: str
+    source: Source
+    why: str | None = None  # why not the clipboard
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "why": self.why, "chars": len(self.text)}
+
+
+async def read_reply(page: Page, turn: PageLocator, *, copy_timeout_s: float) -> ReplyRead:
     """The reply in ``turn`` and where it came from."""
+    if await find(turn, COPY_BUTTON) is None:
+        return ReplyRead(await dom_text(turn), "dom", "the turn has no copy button we know")
     copied = await copy_markdown(page, turn, copy_timeout_s)
     if copied is not None and copied.strip():
-        return copied, "clipboard"
-    return await dom_text(turn), "dom"
+        return ReplyRead(copied, "clipboard")
+    return ReplyRead(await dom_text(turn), "dom", "the copy button gave no text")
 
 
 async def copy_markdown(page: Page, turn: PageLocator, timeout_s: float) -> str | None:

@@ -126,17 +126,33 @@ SESSION_PROBE = """async (url) => {
   }
 }"""
 
-# Menu items as stable attributes and ARIA state, never their (localised) text.
-MENU_ITEMS = """(els) => els.map((el) => {
-  const attr = (n) => el.getAttribute(n);
-  const slug = attr('data-testid') || attr('data-value') || el.id || '';
-  const state = (attr('data-state') || '').toLowerCase();
-  const disabled = attr('aria-disabled') === 'true' || el.hasAttribute('data-disabled')
-    || el.disabled === true || state === 'disabled';
-  const checked = attr('aria-checked') === 'true' || state === 'checked' || state === 'on'
-    || attr('aria-selected') === 'true';
-  return { slug, disabled, checked };
-})"""
+# Menu rows as stable attributes and ARIA state, never their (localised) text. A candidate is
+# not a row (a mode) when it sits inside another candidate, opens a submenu (aria-haspopup), or
+# its test id extends another candidate's (2026: ``model-switcher-X-thinking-effort`` beside or
+# inside row ``model-switcher-X``): those are the rows' effort controls and submenus.
+MENU_ITEMS = """(els) => {
+  const attr = (el, n) => el.getAttribute(n);
+  const slugOf = (el) => attr(el, 'data-testid') || attr(el, 'data-value') || el.id || '';
+  const ids = els.map((el) => attr(el, 'data-testid') || '');
+  const rows = els.filter((el, i) => {
+    if (els.some((other) => other !== el && other.contains(el))) return false;
+    const popup = (attr(el, 'aria-haspopup') || 'false').toLowerCase();
+    if (popup !== 'false') return false;
+    const id = ids[i];
+    return !id || !ids.some((other, j) => j !== i && other && id.startsWith(other + '-'));
+  });
+  return rows.map((el) => {
+    const state = (attr(el, 'data-state') || '').toLowerCase();
+    const disabled = attr(el, 'aria-disabled') === 'true' || el.hasAttribute('data-disabled')
+      || el.disabled === true || state === 'disabled';
+    const checked = attr(el, 'aria-checked') === 'true' || state === 'checked' || state === 'on'
+      || attr(el, 'aria-selected') === 'true';
+    return { slug: slugOf(el), disabled, checked, index: els.indexOf(el) };
+  });
+}"""
+
+# Texts of visible toasts (a limit is announced there): shown to the user, never matched.
+TOAST_TEXTS = """(els) => els.map((el) => el.innerText.trim()).filter((t) => t !== '')"""
 
 # A copy of the document for diagnostics: scripts emptied, form values and frames' inline
 # documents dropped. The text is redacted afterwards in Python.

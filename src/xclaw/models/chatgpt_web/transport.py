@@ -11,7 +11,14 @@ methods: ``launch``, ``auth_state``, ``wait_for_manual_login``, ``start_conversa
 Recovery (seed 000 §9.3): when the browser dies mid-message, the page is relaunched on the
 same profile and reopens ``conversation_url``; if the reply had started it is awaited, else
 the message is posted again. A retried ``send`` of the same text after a failure resumes the
-same way instead of posting twice.
+same way instead of posting twice. A reply that does not finish within ``turn_s`` gets one safe
+retry (seed 000 §13): the chat is reloaded and the reply awaited again; the message is posted
+again only when the reloaded chat shows it never arrived. Still unfinished, the session pauses.
+
+Outdated selectors show in seconds: once the page has loaded and says it is signed in, its
+composer must show within ``controls_s``. A signed-out page pauses the session
+(``WEB_LOGIN_REQUIRED``) before anything is sent. Each reply read is reported as
+``conversation.reply_read`` (clipboard or DOM, and why).
 """
 
 from __future__ import annotations
@@ -44,9 +51,14 @@ from xclaw.models.chatgpt_web.mode_menu import select_mode
 from xclaw.models.chatgpt_web.modes import ModeSelection
 from xclaw.models.chatgpt_web.options import ChatGPTWebOptions, DeltaHook, TakeoverHook
 from xclaw.models.chatgpt_web.page_state import AuthState, Takeover, same_origin, session_state
-from xclaw.models.chatgpt_web.reply import Source, read_reply
+from xclaw.models.chatgpt_web.reply import ReplyRead, Source, read_reply
 from xclaw.models.chatgpt_web.scripts import CLIPBOARD_CAPTURE, COMPOSER_TEXT
-from xclaw.models.chatgpt_web.turns import TurnWaiter, count_turns
+from xclaw.models.chatgpt_web.turns import (
+    TurnTimedOut,
+    TurnWaiter,
+    count_turns,
+    count_user_turns,
+)
 from xclaw.models.chatgpt_web.watch import PageWatch
 from xclaw.redact import redact
 
@@ -60,6 +72,7 @@ class _Pending:
 
     text: str
     baseline: int  # assistant turns before it
+    users: int  # the person's turns before it: a reload tells from them whether it arrived
 
 
 def _lines(text: str) -> list[str]:
@@ -94,9 +107,11 @@ class ChatGPTWebTransport:
             self.options.timeouts,
             on_takeover=on_takeover,
             on_event=on_event,
+            wait_headless=self.options.headless_takeover == "wait",
         )
         self.mode_selection: ModeSelection | None = None
         self.last_reply_source: Source | None = None
+        self.last_read: ReplyRead | None = None
         self.last_diagnostics: Path | None = None  # the latest WEB_ADAPTER_OUTDATED bundle
         self._conversation_url: str | None = None
         self._opened = False  # a conversation (new or reopened) is what the page shows
@@ -228,7 +243,9 @@ class ChatGPTWebTransport:
         )
 
     async def _settle(self, page: Page) -> PageLocator:
-        """Wait until the page is signed in and shows its composer."""
+        """Wait until the page has loaded, is signed in and shows its composer (in seconds:
+        a loaded, signed-in page without one no longer matches the adapter)."""
+        await page.wait_for_load_state("load", timeout=self.options.timeouts.page_load_s * 1000)
         await self._require_login(page)
         return await self._composer(page)
 
@@ -261,10 +278,14 @@ class ChatGPTWebTransport:
         return False
 
     async def _select_mode(self, mode: str) -> ModeSelection:
+        """Select ``mode``; anything but a confirmed choice is a warning in the event, and
+        with ``mode_strict`` an error (``WEB_MODE_UNAVAILABLE``)."""
         page = await self._page()
         selection = await select_mode(page, mode, settle_s=self.options.timeouts.menu_s)
         self.mode_selection = selection
         self.watch.emit("conversation.mode_selected", selection.to_dict())
+        if self.options.mode_strict and selection.warning is not None:
+            raise failures.mode_unavailable(selection)
         return selection
 
     def _note_url(self, url: str) -> None:
@@ -286,7 +307,7 @@ class ChatGPTWebTransport:
                 state = await session_state(page, self.base_url)
                 if state is AuthState.LOGGED_OUT:
                     self.watch.emit("browser.auth_required", {"url": redact(page.url)})
-                    raise failures.login_required()
+                    raise failures.signed_out()
                 # Signed in, or the endpoint did not say and the chat page is there to use.
                 if state is AuthState.LOGGED_IN or (
                     state is AuthState.UNKNOWN and await find(page, COMPOSER) is not None
@@ -314,6 +335,10 @@ class ChatGPTWebTransport:
         return state
 
     async def _wait_for_login(self, timeout_s: float | None) -> None:
+        if self.manager.headless and not self.watch.wait_headless:
+            if await self._auth_state() is AuthState.LOGGED_IN:
+                return
+            raise failures.login_headless()  # nobody can sign in without a window
         page = await self._page()
         await self.manager.show()
         if not page.url.startswith(("http://", "https://")):
@@ -332,7 +357,7 @@ class ChatGPTWebTransport:
     # -- composing and sending -------------------------------------------------------------
 
     async def _composer(self, page: Page) -> PageLocator:
-        deadline = time.monotonic() + self.options.timeouts.page_load_s
+        deadline = time.monotonic() + self.options.timeouts.controls_s
         while (found := await find(page, COMPOSER)) is None:
             _, paused = await self.watch.clear(page)
             deadline += paused
@@ -356,8 +381,11 @@ class ChatGPTWebTransport:
 
     async def _post_new(self, text: str) -> int:
         page = await self._ready_page()
+        if await session_state(page, self.base_url) is AuthState.LOGGED_OUT:
+            self.watch.emit("browser.auth_required", {"url": redact(page.url)})
+            raise failures.signed_out("The browser was signed out of ChatGPT before a message.")
         baseline = await count_turns(page)
-        self._pending = _Pending(text, baseline)
+        self._pending = _Pending(text, baseline, await count_user_turns(page))
         await self._post(page, text)
         return baseline
 
@@ -395,6 +423,19 @@ class ChatGPTWebTransport:
     async def _complete(self, baseline: int) -> str:
         """Wait for the reply after ``baseline`` turns (-1: whatever is last) and read it."""
         page = await self._page()
+        if baseline < 0:
+            baseline = max(await count_turns(page) - 1, 0)
+        try:
+            turn, _ = await self._wait_turn(page, baseline)
+        except TurnTimedOut:
+            turn = await self._retry_turn(page, baseline)
+        read = await read_reply(page, turn, copy_timeout_s=self.options.timeouts.copy_s)
+        self._note_url(page.url)
+        self.last_read, self.last_reply_source = read, read.source
+        self.watch.emit("conversation.reply_read", read.to_dict())
+        return read.text
+
+    async def _wait_turn(self, page: Page, baseline: int) -> tuple[PageLocator, bool]:
         self._streamed = ""
         waiter = TurnWaiter(
             self.watch,
@@ -403,13 +444,39 @@ class ChatGPTWebTransport:
             on_text=self._stream,
             on_url=self._note_url,
         )
-        if baseline < 0:
-            baseline = max(await count_turns(page) - 1, 0)
-        turn = await waiter.wait(page, baseline)
-        text, source = await read_reply(page, turn, copy_timeout_s=self.options.timeouts.copy_s)
-        self._note_url(page.url)
-        self.last_reply_source = source
-        return text
+        return await waiter.wait(page, baseline)
+
+    async def _retry_turn(self, page: Page, baseline: int) -> PageLocator:
+        """The one safe retry of a reply that did not finish (seed 000 §13): reload the chat
+        (a stalled stream often shows its finished reply then) and wait once more. The message
+        is posted again only when the reloaded chat shows it never arrived."""
+        waited = self.options.timeouts.turn_s
+        self.watch.emit(
+            "model.retry",
+            {
+                "model": "chatgpt-web",
+                "attempt": 1,
+                "delay_s": 0,
+                "code": "WEB_TURN_TIMEOUT",
+                "reason": f"the reply did not finish within {waited:g}s; reloading the chat "
+                "once (the message is not sent again)",
+            },
+        )
+        if self._conversation_url is not None:
+            await self._goto(page, self._conversation_url)
+            await self._settle(page)
+            pending = self._pending
+            if (
+                pending is not None
+                and await count_turns(page) <= baseline
+                and await count_user_turns(page) <= pending.users
+            ):
+                await self._post(page, pending.text)  # it never arrived: this is its first time
+        try:
+            turn, _ = await self._wait_turn(page, baseline)
+        except TurnTimedOut:
+            raise failures.turn_timeout(waited) from None
+        return turn
 
     def _stream(self, text: str) -> None:
         if self.on_delta is None or text == self._streamed:

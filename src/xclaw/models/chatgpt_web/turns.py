@@ -2,9 +2,10 @@
 
 Each poll: look for blockers (and pause for a person when one lasts), take a snapshot of the
 turns, report new text and the conversation URL, feed the gate, and check the stall limits:
-no new turn in time (``WEB_TURN_NOT_STARTED``, or ``WEB_ADAPTER_OUTDATED`` when the stop
-button shows that a reply is running where no turn locator finds it), a quiet turn that never
-gets its action bar (outdated), or the whole reply taking too long (``WEB_TURN_TIMEOUT``).
+no new turn in time (``WEB_TURN_NOT_STARTED``), a reply running (stop button) where no turn
+locator finds it for ``controls_s`` (``WEB_ADAPTER_OUTDATED``, in seconds), or the whole reply
+taking too long (``TurnTimedOut``: the transport retries once, safely). A sign-in page pauses
+the session (``WEB_LOGIN_REQUIRED``).
 """
 
 from __future__ import annotations
@@ -20,8 +21,14 @@ from playwright.async_api import Page
 from xclaw.core.errors import ModelError
 from xclaw.models.chatgpt_web.completion import CompletionGate, TurnSnapshot
 from xclaw.models.chatgpt_web.dom import Scope, find
-from xclaw.models.chatgpt_web.failures import login_required, turn_not_started, turn_timeout
-from xclaw.models.chatgpt_web.locators import ASSISTANT_TURN, COPY_BUTTON, STOP_BUTTON, Locator
+from xclaw.models.chatgpt_web.failures import signed_out, turn_not_started
+from xclaw.models.chatgpt_web.locators import (
+    ASSISTANT_TURN,
+    FINISHED_TURN,
+    STOP_BUTTON,
+    USER_TURN,
+    Locator,
+)
 from xclaw.models.chatgpt_web.options import WebTimeouts
 from xclaw.models.chatgpt_web.scripts import TURNS_SNAPSHOT
 from xclaw.models.chatgpt_web.watch import PageWatch
@@ -29,9 +36,17 @@ from xclaw.models.chatgpt_web.watch import PageWatch
 Outdated = Callable[[Locator, Scope], Awaitable[ModelError]]
 
 
-async def count_turns(page: Page) -> int:
-    turns = await find(page, ASSISTANT_TURN)
+class TurnTimedOut(Exception):  # noqa: N818 - internal signal, never shown to a user
+    """The reply did not finish within ``turn_s`` (the transport decides what follows)."""
+
+
+async def count_turns(page: Page, locator: Locator = ASSISTANT_TURN) -> int:
+    turns = await find(page, locator)
     return 0 if turns is None else await turns.count()
+
+
+async def count_user_turns(page: Page) -> int:
+    return await count_turns(page, USER_TURN)
 
 
 async def snapshot(page: Page, blocked: bool) -> tuple[TurnSnapshot, PageLocator | None]:
@@ -45,7 +60,7 @@ async def snapshot(page: Page, blocked: bool) -> tuple[TurnSnapshot, PageLocator
     if turns is None or count == 0:
         return TurnSnapshot(0, "", generating, False, blocked), None
     last = turns.nth(count - 1)
-    bar = await find(last, COPY_BUTTON) is not None
+    bar = await find(last, FINISHED_TURN) is not None
     return TurnSnapshot(count, str(data["text"]), generating, bar, blocked), last
 
 
@@ -65,18 +80,24 @@ class TurnWaiter:
         self.on_text = on_text
         self.on_url = on_url
 
-    async def wait(self, page: Page, baseline: int) -> PageLocator:
-        """Poll until the reply after ``baseline`` turns is complete; returns its turn."""
+    async def wait(self, page: Page, baseline: int) -> tuple[PageLocator, bool]:
+        """Poll until the reply after ``baseline`` turns is complete; returns its turn, and
+        whether it completed without an action bar (so without a copy button to read it)."""
         t = self.timeouts
         gate = CompletionGate(
-            baseline, stable_window_s=t.stable_window_s, finished_polls=t.finished_polls
+            baseline,
+            stable_window_s=t.stable_window_s,
+            finished_polls=t.finished_polls,
+            quiet_s=t.quiet_s,
         )
         started = time.monotonic()
         paused = 0.0
+        generating_since: float | None = None  # the stop button shows, yet no new turn
         while True:
+            polled = time.monotonic()
             evidence, pause = await self.watch.clear(page)
             if evidence.auth_page:
-                raise login_required("The browser was signed out while the reply was running.")
+                raise signed_out("The browser was signed out while the reply was running.")
             if pause:
                 paused += pause
                 gate.reset_streak()
@@ -87,24 +108,27 @@ class TurnWaiter:
                 self.on_text(snap.text)
             now = time.monotonic()
             if gate.observe(snap, now) and turn is not None:
-                return turn
-            await self._check_stalls(page, gate, snap, turn, now - started - paused)
-            await asyncio.sleep(t.poll_s)
+                return turn, gate.without_bar
+            if gate.started or not snap.generating:
+                generating_since = None
+            elif generating_since is None:
+                generating_since = now
+            await self._check_stalls(page, gate, snap, generating_since, now - started - paused)
+            # one poll every poll_s: a poll's own round trips count towards the interval
+            await asyncio.sleep(max(0.0, t.poll_s - (time.monotonic() - polled)))
 
     async def _check_stalls(
         self,
         page: Page,
         gate: CompletionGate,
         snap: TurnSnapshot,
-        turn: PageLocator | None,
+        generating_since: float | None,
         elapsed: float,
     ) -> None:
         t = self.timeouts
+        if generating_since is not None and time.monotonic() - generating_since > t.controls_s:
+            raise await self.outdated(ASSISTANT_TURN, page)  # a reply runs where we see none
         if not gate.started and elapsed > t.new_turn_s:
-            if snap.generating:  # a reply is running that no turn locator can see
-                raise await self.outdated(ASSISTANT_TURN, page)
             raise turn_not_started(t.new_turn_s)
-        if turn is not None and gate.idle_without_bar(time.monotonic()) > t.action_bar_grace_s:
-            raise await self.outdated(COPY_BUTTON, turn)
         if elapsed > t.turn_s:
-            raise turn_timeout(t.turn_s)
+            raise TurnTimedOut()

@@ -3,7 +3,9 @@
 Strong challenge evidence pauses at once; weak evidence and banners only when they last their
 grace period. A pause emits ``browser.takeover_required``, brings the window forward, calls
 the ``on_takeover`` hook, then waits until the page is clear (``WEB_TAKEOVER_TIMEOUT`` if it
-never is). Nothing is clicked or bypassed for the person (seed 000 §13).
+never is). A headless browser has no window: there the takeover fails at once with
+``WEB_TAKEOVER_HEADLESS`` (unless the surface lets a person act otherwise: ``wait_headless``).
+Nothing is clicked or bypassed for the person (seed 000 §13).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from playwright.async_api import Page
 
 from xclaw.browser.manager import BrowserManager, EventSink
 from xclaw.core.events import EventType
-from xclaw.models.chatgpt_web.failures import takeover_timeout
+from xclaw.models.chatgpt_web.failures import takeover_headless, takeover_timeout
 from xclaw.models.chatgpt_web.options import TakeoverHook, WebTimeouts
 from xclaw.models.chatgpt_web.page_state import Evidence, Takeover, look
 from xclaw.redact import redact
@@ -33,8 +35,10 @@ class PageWatch:
         *,
         on_takeover: TakeoverHook | None,
         on_event: EventSink | None,
+        wait_headless: bool = False,
     ) -> None:
         self.manager = manager
+        self.wait_headless = wait_headless
         self.base_url = base_url
         self.timeouts = timeouts
         self.on_takeover = on_takeover
@@ -98,7 +102,10 @@ class PageWatch:
 
     async def take_over(self, page: Page, takeover: Takeover) -> float:
         self.takeovers += 1
-        self.emit("browser.takeover_required", takeover.to_dict())
+        headless = self.manager.headless and not self.wait_headless
+        self.emit("browser.takeover_required", {**takeover.to_dict(), "headless": headless})
+        if headless:
+            raise takeover_headless(takeover)
         await self.manager.show()
         started = time.monotonic()
         if self.on_takeover is not None:
