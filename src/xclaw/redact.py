@@ -20,6 +20,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import TypeVar, cast
 
 J = TypeVar("J")
@@ -82,6 +83,7 @@ def is_secret_name(name: str) -> bool:
     return upper in _SECRET_ENV_NAMES or bool(_SECRET_ENV_PART.search(name))
 
 
+@lru_cache(maxsize=4096)  # a pure function of the name, asked for every key of every event
 def is_secret_field(name: str) -> bool:
     """Whether a key in text or JSON (``api_key``, ``clientSecret``, ``X-Auth-Token``) names a
     secret. Environment-style names (``STRIPE_KEY``) follow the environment rule."""
@@ -131,6 +133,10 @@ class _KnownValues:
         self.from_env: set[str] | None = None  # None until first use
         self.registered: set[str] = set()
         self.pattern: re.Pattern[str] | None = None
+        # Texts a full pass found nothing in (event keys, tool names, a reply recorded in
+        # several places): asked again, they are returned as they are. Only clean texts are
+        # kept, never one that held a secret; emptied whenever the known values change.
+        self.clean: set[str] = set()
 
     def load(self, env: Mapping[str, str]) -> None:
         self.from_env = secret_values(env)
@@ -152,6 +158,7 @@ class _KnownValues:
         forms = values | {json.dumps(v, ensure_ascii=False)[1:-1] for v in values}
         ordered = sorted(forms, key=len, reverse=True)  # longest first: no half-masked value
         self.pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self.clean = set()  # a text clean before may hold a value known from now on
 
 
 _KNOWN = _KnownValues()
@@ -338,10 +345,24 @@ def _not_a_value(value: str, name: str) -> bool:
     return bool(_NOT_A_VALUE.fullmatch(value)) or value.rstrip(",;)") == name
 
 
+_CLEAN_TEXT_MAX = 2048  # longer texts seldom come back: not worth remembering
+_CLEAN_TEXTS_MAX = 4096
+
+
 def redact(text: str) -> str:
     """Mask every secret this module knows in ``text`` (see the module docstring)."""
-    if not text:
+    if not text or text in _KNOWN.clean:
         return text
+    masked = _redact_all(text)
+    if masked == text and len(text) <= _CLEAN_TEXT_MAX:
+        clean = _KNOWN.clean
+        if len(clean) >= _CLEAN_TEXTS_MAX:
+            clean.clear()
+        clean.add(text)
+    return masked
+
+
+def _redact_all(text: str) -> str:
     text = _KNOWN.mask(text)
     text = _mask_private_keys(text)
     text = _KEY_FORMATS.sub(MASK, text)

@@ -1,0 +1,177 @@
+"""Gateway server CPU per turn, against a bare WebSocket floor: the cost of a durable turn.
+
+Two child processes, both real uvicorn on a loopback socket under ``GatewayServer`` (what
+``xclaw serve`` runs): the gateway (``create_app``, token auth, the SQLite store in a fresh XDG
+data dir, one coding ``Agent`` per session, the scripted streaming model of
+``bench/gateway_load.py``: turn 1 says a few words and calls ``fs.read``, turn 2 streams the
+reply in ``--deltas`` pieces), and the floor (a bare FastAPI WebSocket endpoint that checks the
+token and streams the same frames, nothing behind them). One real WebSocket client (this
+process) opens ``--sessions`` sessions per round and sends ``--turns`` messages on each, one
+turn at a time, waiting for each reply.
+
+Figure: the server process's CPU time (user + system, from ``/proc/<pid>/stat``) over a round
+divided by its turns. CPU time, not wall time: it holds when other processes share the
+cores. Rounds alternate between the two servers; the median round is shown, with the spread.
+The ratio printed is ours/peer; the target is at most 2x.
+
+``--profile FILE`` runs the gateway under cProfile and writes its stats to FILE when it stops
+(read with ``python -m pstats FILE``); the CPU figures of such a run include the profiler.
+
+Run: ``make bench`` (or ``python bench/gateway_cpu.py --rounds 7 --sessions 40 --turns 10``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import FrameType
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gateway_load import (  # noqa: E402
+    Figures,
+    cpu_ms,
+    one_turn,
+    open_session,
+    serve_floor,
+    serve_xclaw,
+    warm_up,
+)
+
+TARGET = 2.0
+
+
+def serve_profiled(root: Path, port_file: Path, deltas: int, out: Path) -> None:
+    """The gateway under cProfile; stats written when SIGTERM ends it."""
+    profiler = cProfile.Profile(time.process_time)  # CPU, not waits
+
+    def dump(_signum: int, _frame: FrameType | None) -> None:
+        profiler.disable()
+        profiler.dump_stats(str(out))
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, dump)
+    profiler.enable()
+    serve_xclaw(root, port_file, deltas, None)
+
+
+def start(kind: str, args: argparse.Namespace, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port_file, root = tmp / f"{kind}.port", tmp / f"{kind}-root"
+    root.mkdir()
+    (root / "notes.txt").write_text("build: passing\nrelease: tagged\n")
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp / f"{kind}-data")}
+    env["XDG_CONFIG_HOME"] = str(tmp / f"{kind}-config")
+    cmd = [sys.executable, __file__, "--serve", kind, "--root", str(root)]
+    cmd += ["--port-file", str(port_file), "--deltas", str(args.deltas)]
+    if kind == "xclaw" and args.profile:
+        cmd += ["--profile", str(args.profile)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not port_file.exists() or not port_file.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the {kind} server did not start")
+        time.sleep(0.05)
+    time.sleep(0.5)  # the port file is written just before uvicorn starts serving
+    return proc, f"ws://127.0.0.1:{port_file.read_text()}/ws"
+
+
+async def one_round(url: str, pid: int, sessions: int, turns: int, wait: float) -> float:
+    """CPU ms per turn of one round: ``sessions`` opened first, then their turns in turn."""
+    opened = [await open_session(url) for _ in range(sessions)]
+    out = Figures()
+    before = cpu_ms(pid)
+    for _ in range(turns):
+        for s in opened:
+            await one_turn(s, 0.0, out, wait)
+    spent = cpu_ms(pid) - before
+    for s in opened:
+        await s.ws.close()
+        if s.reader is not None:
+            await s.reader
+    if out.errors or out.wrong_text or len(out.turn) != sessions * turns:
+        raise RuntimeError(f"turns failed: {out.errors[:3]}, wrong text {out.wrong_text}")
+    return spent / (sessions * turns)
+
+
+async def drive(
+    servers: dict[str, tuple[int, str]], args: argparse.Namespace
+) -> dict[str, list[float]]:
+    for _pid, url in servers.values():
+        await warm_up(url, args.wait)
+    figures: dict[str, list[float]] = {kind: [] for kind in servers}
+    for _ in range(args.rounds):  # interleaved: a burst of other load hits both alike
+        for kind, (pid, url) in servers.items():
+            await asyncio.sleep(0.2)  # let the last round's closes settle
+            figures[kind].append(await one_round(url, pid, args.sessions, args.turns, args.wait))
+    return figures
+
+
+def report(figures: dict[str, list[float]], args: argparse.Namespace) -> None:
+    turns = args.sessions * args.turns
+    print(
+        f"gateway server CPU per turn: {args.rounds} rounds of {args.sessions} sessions x "
+        f"{args.turns} turns ({turns} turns; turn = fs.read, then a {args.deltas}-delta reply), "
+        f"one turn at a time; CPU time of the server process from /proc, median round"
+    )
+    medians = {}
+    for kind, values in figures.items():
+        medians[kind] = statistics.median(values)
+        print(
+            f"  {kind:<6} {medians[kind]:6.2f} ms/turn (rounds {min(values):.2f}-"
+            f"{max(values):.2f}; one core: ~{1000 / max(medians[kind], 1e-3):.0f} turns/s)"
+        )
+    if len(medians) == 2:
+        ratio = medians["xclaw"] / max(medians["floor"], 1e-3)
+        verdict = "met" if ratio <= TARGET else "NOT met"
+        print(
+            f"  xclaw/floor server CPU per turn: {ratio:.2f}x (target <= {TARGET:.0f}x: {verdict})"
+        )
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per server")
+    parser.add_argument("--sessions", type=int, default=40, help="sessions per round")
+    parser.add_argument("--turns", type=int, default=10, help="turns per session")
+    parser.add_argument("--deltas", type=int, default=8, help="streamed reply pieces")
+    parser.add_argument("--wait", type=float, default=60.0, help="longest wait for a frame, s")
+    parser.add_argument("--only", choices=("xclaw", "floor"), help="run one server only")
+    parser.add_argument("--profile", type=Path, help="cProfile the gateway, stats to this file")
+    parser.add_argument("--serve", choices=("xclaw", "floor"), help=argparse.SUPPRESS)
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--port-file", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve == "xclaw":
+        if args.profile:
+            serve_profiled(args.root, args.port_file, args.deltas, args.profile)
+        else:
+            serve_xclaw(args.root, args.port_file, args.deltas, None)
+        return 0
+    if args.serve == "floor":
+        serve_floor(args.port_file, args.deltas)
+        return 0
+    kinds = [args.only] if args.only else ["xclaw", "floor"]
+    with tempfile.TemporaryDirectory() as tmp_name:
+        procs = {kind: start(kind, args, Path(tmp_name)) for kind in kinds}
+        try:
+            servers = {kind: (proc.pid, url) for kind, (proc, url) in procs.items()}
+            figures = asyncio.run(drive(servers, args))
+        finally:
+            for proc, _url in procs.values():
+                proc.terminate()
+                proc.wait(timeout=30)
+    report(figures, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
