@@ -416,6 +416,7 @@ class Agent:
             return []
         running = [p for p in manager.list() if p.get("status") == "running"]
         if not running:
+            await manager.stop_all()  # reaps those that exited by themselves (no zombie left)
             return []
         keep = False
         # A sandboxed process dies with xclaw (its namespace does): it cannot be kept.

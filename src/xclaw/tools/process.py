@@ -274,6 +274,11 @@ class ProcessManager:
         await terminate_tree(mp.tree)  # an exited leader may still have left children
         if not ended_by_itself:
             mp.status = "stopped"
+        if mp.popen.poll() is None:  # a sandbox still tearing down: reap it, leave no zombie
+            try:
+                await asyncio.to_thread(mp.popen.wait, 5)
+            except subprocess.TimeoutExpired:
+                pass  # close() reads what it can; the tree was already signalled
         mp.close()
         return mp
 
