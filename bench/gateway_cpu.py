@@ -44,6 +44,7 @@ from gateway_load import (  # noqa: E402
     open_session,
     serve_floor,
     serve_xclaw,
+    spawn_server,
     warm_up,
 )
 
@@ -65,23 +66,8 @@ def serve_profiled(root: Path, port_file: Path, deltas: int, out: Path) -> None:
 
 
 def start(kind: str, args: argparse.Namespace, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port_file, root = tmp / f"{kind}.port", tmp / f"{kind}-root"
-    root.mkdir()
-    (root / "notes.txt").write_text("build: passing\nrelease: tagged\n")
-    env = {**os.environ, "XDG_DATA_HOME": str(tmp / f"{kind}-data")}
-    env["XDG_CONFIG_HOME"] = str(tmp / f"{kind}-config")
-    cmd = [sys.executable, __file__, "--serve", kind, "--root", str(root)]
-    cmd += ["--port-file", str(port_file), "--deltas", str(args.deltas)]
-    if kind == "xclaw" and args.profile:
-        cmd += ["--profile", str(args.profile)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while not port_file.exists() or not port_file.read_text():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the {kind} server did not start")
-        time.sleep(0.05)
-    time.sleep(0.5)  # the port file is written just before uvicorn starts serving
-    return proc, f"ws://127.0.0.1:{port_file.read_text()}/ws"
+    extra = ["--profile", str(args.profile)] if kind == "xclaw" and args.profile else []
+    return spawn_server(__file__, kind, kind, args.deltas, tmp, extra)
 
 
 async def one_round(url: str, pid: int, sessions: int, turns: int, wait: float) -> float:

@@ -286,15 +286,23 @@ async def drive(url: str, pid: int, n: int, rate: float, wait: float) -> Run:
 def start_server(
     kind: str, n: int, args: argparse.Namespace, tmp: Path
 ) -> tuple[subprocess.Popen[bytes], str]:
-    port_file = tmp / f"{kind}-{n}.port"
-    root = tmp / f"{kind}-{n}-root"
+    extra = ["--sandbox", args.sandbox] if args.sandbox else []
+    return spawn_server(__file__, kind, f"{kind}-{n}", args.deltas, tmp, extra)
+
+
+def spawn_server(
+    script: str, kind: str, tag: str, deltas: int, tmp: Path, extra: list[str]
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``script --serve KIND`` in its own process, data and config dirs (named by ``tag``);
+    returns it and its WebSocket URL once it listens. Shared by the gateway benches."""
+    port_file = tmp / f"{tag}.port"
+    root = tmp / f"{tag}-root"
     root.mkdir()
     (root / "notes.txt").write_text("build: passing\nrelease: tagged\n")
-    env = {**os.environ, "XDG_DATA_HOME": str(tmp / f"{kind}-{n}-data")}
-    env["XDG_CONFIG_HOME"] = str(tmp / f"{kind}-{n}-config")
-    cmd = [sys.executable, __file__, "--serve", kind, "--root", str(root)]
-    cmd += ["--port-file", str(port_file), "--deltas", str(args.deltas)]
-    cmd += ["--sandbox", args.sandbox] if args.sandbox else []
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp / f"{tag}-data")}
+    env["XDG_CONFIG_HOME"] = str(tmp / f"{tag}-config")
+    cmd = [sys.executable, script, "--serve", kind, "--root", str(root)]
+    cmd += ["--port-file", str(port_file), "--deltas", str(deltas), *extra]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while not port_file.exists() or not port_file.read_text():

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from xclaw.agents.registry import BUILTIN_WORKERS, WorkerRegistry, WorkerSpec
 from xclaw.core.model import Model
@@ -48,6 +50,25 @@ def deliver(summary: str, data: dict[str, Any] | None = None, **pointers: str) -
     if pointers:
         args["artifact_pointers"] = pointers
     return call("deliver", **args)
+
+
+def exec_call(program: str, *argv: str, stdin: str | None = None) -> dict[str, Any]:
+    """A scripted turn calling ``terminal.exec``."""
+    extra = {} if stdin is None else {"stdin": stdin}
+    return call("terminal.exec", program=program, argv=list(argv), **extra)
+
+
+def script_file(path: Path, turns: list[object]) -> str:
+    """Write a scripted model's turns to ``path``; the ``--model`` spec that plays them."""
+    path.write_text(yaml.safe_dump(turns))
+    return f"scripted:{path}"
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
 
 
 @pytest.fixture

@@ -22,36 +22,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-import yaml
+from tests.agents.conftest import deliver, exec_call, script_file, wait_for
 
 from xclaw.store.base import SessionRecord
 from xclaw.store.sqlite import SqliteStore, open_store
-
-
-def _script(path: Path, turns: list[object]) -> str:
-    path.write_text(yaml.safe_dump(turns))
-    return f"scripted:{path}"
-
-
-def _exec(program: str, *argv: str, stdin: str | None = None) -> dict[str, object]:
-    args: dict[str, object] = {"program": program, "argv": list(argv)}
-    if stdin is not None:
-        args["stdin"] = stdin
-    return {"tool_calls": [{"name": "terminal.exec", "arguments": args}]}
-
-
-def _deliver(summary: str) -> dict[str, object]:
-    return {"tool_calls": [{"name": "deliver", "arguments": {"summary": summary}}]}
-
-
-def _wait_for(check: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)
 
 
 def _xclaw(*args: str) -> subprocess.CompletedProcess[str]:
@@ -68,7 +44,7 @@ def _xclaw(*args: str) -> subprocess.CompletedProcess[str]:
 
 def _start_debate(root: Path, scripts: Path) -> subprocess.Popen[bytes]:
     question = "Which journal format?"
-    orch = _script(
+    orch = script_file(
         scripts / "orch.yaml",
         [
             {
@@ -84,24 +60,24 @@ def _start_debate(root: Path, scripts: Path) -> subprocess.Popen[bytes]:
     )
     workers = {
         "coder": [
-            _exec("tee", "-a", "journal.txt", stdin="coder\n"),
-            _exec("sleep", "60"),
-            _deliver("coder says plain text"),
+            exec_call("tee", "-a", "journal.txt", stdin="coder\n"),
+            exec_call("sleep", "60"),
+            deliver("coder says plain text"),
         ],
-        "optimizer": [_deliver("optimizer says jsonl")],
+        "optimizer": [deliver("optimizer says jsonl")],
         "judge": [
             {
                 "expect": {
                     "last_contains": ["[coder] coder says plain text", "[optimizer] optimizer says"]
                 },
-                **_deliver("plain text"),
+                **deliver("plain text"),
             }
         ],
     }
     argv = [sys.executable, "-m", "xclaw", "agents", "run", "-C", str(root)]
     argv += ["--model", orch, "--approval", "deny", "--sandbox", "bwrap"]
     for name, turns in workers.items():
-        argv += ["--worker-model", f"{name}={_script(scripts / f'{name}.yaml', turns)}"]
+        argv += ["--worker-model", f"{name}={script_file(scripts / f'{name}.yaml', turns)}"]
     return subprocess.Popen(
         [*argv, question],
         stdin=subprocess.DEVNULL,
@@ -130,7 +106,7 @@ def _kill_mid_child(root: Path, tmp_path: Path, store: SqliteStore) -> SessionRe
                     )
             return sleeping and done
 
-        _wait_for(coder_sleeping_optimizer_done)
+        wait_for(coder_sleeping_optimizer_done)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:

@@ -13,44 +13,19 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-import yaml
+from tests.agents.conftest import deliver, exec_call, script_file, wait_for
 from typer.testing import CliRunner
 
 from xclaw.cli.app import app
 from xclaw.store.sqlite import open_store
 
 
-def _script(path: Path, turns: list[object]) -> str:
-    path.write_text(yaml.safe_dump(turns))
-    return f"scripted:{path}"
-
-
-def _exec(program: str, *argv: str, stdin: str | None = None) -> dict[str, object]:
-    args: dict[str, object] = {"program": program, "argv": list(argv)}
-    if stdin is not None:
-        args["stdin"] = stdin
-    return {"tool_calls": [{"name": "terminal.exec", "arguments": args}]}
-
-
-def _deliver(summary: str) -> dict[str, object]:
-    return {"tool_calls": [{"name": "deliver", "arguments": {"summary": summary}}]}
-
-
-def _wait_for(check: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)
-
-
 def test_resume_after_sigkill_of_the_parent_mid_child(root: Path, tmp_path: Path) -> None:
     scripts = tmp_path / "scripts"
     scripts.mkdir()
-    orch = _script(
+    orch = script_file(
         scripts / "orch.yaml",
         [
             {
@@ -71,20 +46,20 @@ def test_resume_after_sigkill_of_the_parent_mid_child(root: Path, tmp_path: Path
         ],
     )
     workers = {
-        "coder": [_exec("tee", "-a", "journal.txt", stdin="one\n"), _deliver("one journaled")],
+        "coder": [exec_call("tee", "-a", "journal.txt", stdin="one\n"), deliver("one journaled")],
         "optimizer": [
-            _exec("tee", "-a", "journal.txt", stdin="two\n"),
-            _exec("sleep", "30"),
-            _deliver("two journaled"),
+            exec_call("tee", "-a", "journal.txt", stdin="two\n"),
+            exec_call("sleep", "30"),
+            deliver("two journaled"),
         ],
         "reviewer": [
-            {"expect": {"last_contains": ["Review: two journaled"]}, **_deliver("reviewed")}
+            {"expect": {"last_contains": ["Review: two journaled"]}, **deliver("reviewed")}
         ],
     }
     argv = [sys.executable, "-m", "xclaw", "agents", "run", "-C", str(root)]
     argv += ["--model", orch, "--approval", "deny", "--sandbox", "bwrap"]
     for name, turns in workers.items():
-        argv += ["--worker-model", f"{name}={_script(scripts / f'{name}.yaml', turns)}"]
+        argv += ["--worker-model", f"{name}={script_file(scripts / f'{name}.yaml', turns)}"]
     proc = subprocess.Popen(
         [*argv, "Journal one and two, then review."],
         stdout=subprocess.DEVNULL,
@@ -107,7 +82,7 @@ def test_resume_after_sigkill_of_the_parent_mid_child(root: Path, tmp_path: Path
                         return True
             return False
 
-        _wait_for(optimizer_sleeping)
+        wait_for(optimizer_sleeping)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,21 +11,7 @@ _BROWSER_TESTS = str(Path(__file__).resolve().parent.parent / "browser")
 if _BROWSER_TESTS not in sys.path:
     sys.path.insert(0, _BROWSER_TESTS)
 
-from fixture_server import FixtureSite  # noqa: E402 - found through the path set above
-
-
-@pytest.fixture(scope="session")
-def fixture_site() -> Iterator[FixtureSite]:
-    site = FixtureSite().start()
-    yield site
-    site.stop()
-
-
-@pytest.fixture
-def site(fixture_site: FixtureSite) -> FixtureSite:
-    """The fixture page, reset: signed in, nothing queued."""
-    fixture_site.reset()
-    return fixture_site
+from site_fixtures import fixture_site_fixture, site_fixture  # noqa: E402, F401 - the path above; fixtures
 
 
 @pytest.fixture

@@ -13,24 +13,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from fixture_server import SITE_2026_DIR, FixtureSite
+from site_fixtures import fixture_site_fixture, site_fixture  # noqa: F401 - fixtures
 from web_support import BROWSER, browser_options, web_options
 
 from xclaw.browser import BrowserManager
 from xclaw.models.chatgpt_web import ChatGPTWebTransport
-
-
-@pytest.fixture(scope="session")
-def fixture_site() -> Iterator[FixtureSite]:
-    site = FixtureSite().start()
-    yield site
-    site.stop()
-
-
-@pytest.fixture
-def site(fixture_site: FixtureSite) -> FixtureSite:
-    """The fixture site, reset: signed in, no challenge, nothing queued."""
-    fixture_site.reset()
-    return fixture_site
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -261,7 +261,7 @@ def _html(site: FixtureSite, name: str) -> bytes:
 def _get(site: FixtureSite, h: BaseHTTPRequestHandler) -> None:
     path = h.path.split("?", 1)[0]
     challenge = site.state.challenge
-    if path in ("/app.js", "/style.css"):
+    if path in ("/common.js", "/app.js", "/style.css"):
         kind = "text/javascript" if path.endswith(".js") else "text/css"
         _send(h, 200, _file(site, path[1:]).read_bytes(), kind + "; charset=utf-8")
     elif path == "/api/challenge":

@@ -9,8 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from xclaw.coding.agent import Agent
+from xclaw.core.model import Model
 from xclaw.memory.base import MemoryStore
 from xclaw.memory.embed import Embedder, UseMultilingualEmbedder, Vectors, default_embedder
+from xclaw.memory.runtime import MemoryRuntime
 
 _collections = itertools.count()
 
@@ -96,3 +99,15 @@ def open_sqlite(
 ) -> Iterator[StoreFactory]:
     """``open_store`` for behaviour above the store, tested once (on the default backend)."""
     yield from _factories("sqlite", request, tmp_path, local_embedder)
+
+
+def memory_agent(model: Model, root: Path, memory: MemoryRuntime) -> Agent:
+    """A coding agent with ``memory``'s tools and hooks, approving everything, no gate."""
+    return Agent(
+        model,
+        root,
+        tools=memory.tools(),
+        hooks=memory.hooks(),
+        approval="allow",
+        evidence_gate_enabled=False,
+    )

@@ -9,9 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.memory.conftest import StoreFactory
+from tests.memory.conftest import StoreFactory, memory_agent
 
-from xclaw.coding.agent import Agent
 from xclaw.core.messages import Message
 from xclaw.core.model import ModelRequest
 from xclaw.core.state import RunState
@@ -41,17 +40,6 @@ def _scopes(root: Path, session: str, user: str = "alice") -> MemoryScopes:
     return MemoryScopes(Scope("user", user), Scope("project", str(root)), Scope("session", session))
 
 
-def _agent(model: ScriptedModel, root: Path, memory: MemoryRuntime) -> Agent:
-    return Agent(
-        model,
-        root,
-        tools=memory.tools(),
-        hooks=memory.hooks(),
-        approval="allow",
-        evidence_gate_enabled=False,
-    )
-
-
 def _memory(open_store: StoreFactory, scopes: MemoryScopes) -> MemoryRuntime:
     config = MemoryConfig.model_validate({"extract": {"enabled": False}})
     return open_memory(config, scopes, store=open_store(), warm_up=False)
@@ -77,7 +65,7 @@ async def test_a_preference_from_one_session_shapes_the_next_in_either_language(
             "好的，我记住了。",
         ]
     )
-    result = await _agent(first, root, _memory(open_store, _scopes(root, "s1"))).run(
+    result = await memory_agent(first, root, _memory(open_store, _scopes(root, "s1"))).run(
         "我用 TypeScript 开发，代码风格是 2 空格缩进、不用分号。另外我的猫叫小白。"
     )
     assert result.ok, result.reason
@@ -88,7 +76,7 @@ async def test_a_preference_from_one_session_shapes_the_next_in_either_language(
     # The next session: a new runtime on the same store, another session id.
     second = ScriptedModel(["export async function request(url: string) {...}"])
     memory = _memory(open_store, _scopes(root, "s2"))
-    result = await _agent(second, root, memory).run(request_text)
+    result = await memory_agent(second, root, memory).run(request_text)
     assert result.ok, result.reason
     sent = _system(second.requests[0])
     recalled = sent[sent.index(RECALL_HEADING) :]
@@ -100,7 +88,7 @@ async def test_a_preference_from_one_session_shapes_the_next_in_either_language(
     assert PREF not in result.messages[0].text  # the stored transcript is untouched
 
     other = ScriptedModel(["ok"])
-    await _agent(other, root, _memory(open_store, _scopes(root, "s3", user="bob"))).run(
+    await memory_agent(other, root, _memory(open_store, _scopes(root, "s3", user="bob"))).run(
         request_text
     )
     assert PREF not in _system(other.requests[0])  # another user never sees it
@@ -187,7 +175,7 @@ async def test_kb_passages_are_recalled_beside_memories_bounded_and_cited(
     limits = RecallLimits(kb_passages=2, kb_chars=600)
     memory.recall.limits = limits
     task = "用 TypeScript 帮我写一个遵循 API 文档限制的请求模块"
-    result = await _agent(model, root, memory).run(task)
+    result = await memory_agent(model, root, memory).run(task)
     assert result.ok, result.reason
     sent = _system(model.requests[0])
     assert sent.index(RECALL_HEADING) < sent.index(DOCUMENTS_HEADING)

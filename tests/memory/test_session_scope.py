@@ -10,15 +10,14 @@ import sqlite3
 from pathlib import Path
 
 import yaml
-from tests.memory.conftest import StoreFactory
+from tests.memory.conftest import StoreFactory, memory_agent
 from typer.testing import CliRunner
 
 from xclaw.cli.app import app
-from xclaw.coding.agent import Agent
 from xclaw.core.model import ModelRequest
 from xclaw.dirs import config_dir
 from xclaw.memory.base import MemoryScopes, Scope
-from xclaw.memory.runtime import MemoryRuntime, open_memory
+from xclaw.memory.runtime import open_memory
 from xclaw.memory.settings import MemoryConfig, memory_dir
 from xclaw.models.scripted import ScriptedModel
 
@@ -26,17 +25,6 @@ ALICE = Scope("user", "alice")
 A_FACT = "This conversation is about ticket ABC-123: the login page times out."
 B_FACT = "This conversation is about ticket XYZ-9: invoices show the wrong currency."
 NO_EXTRACT = MemoryConfig.model_validate({"extract": {"enabled": False}})
-
-
-def _agent(model: ScriptedModel, root: Path, memory: MemoryRuntime) -> Agent:
-    return Agent(
-        model,
-        root,
-        tools=memory.tools(),
-        hooks=memory.hooks(),
-        approval="allow",
-        evidence_gate_enabled=False,
-    )
 
 
 def _saver(text: str) -> ScriptedModel:
@@ -51,8 +39,8 @@ async def test_one_runtime_gives_each_session_its_own_scope(
     # As `xclaw serve` builds it: one runtime, no session scope of its own.
     memory = open_memory(NO_EXTRACT, MemoryScopes(ALICE), store=store, warm_up=False)
     a, b = await asyncio.gather(
-        _agent(_saver(A_FACT), root, memory).run("note the ticket", session_id="chat-a"),
-        _agent(_saver(B_FACT), root, memory).run("note the ticket", session_id="chat-b"),
+        memory_agent(_saver(A_FACT), root, memory).run("note the ticket", session_id="chat-a"),
+        memory_agent(_saver(B_FACT), root, memory).run("note the ticket", session_id="chat-b"),
     )
     for result, sid in ((a, "chat-a"), (b, "chat-b")):
         saved = result.tool_calls[0].result
@@ -64,11 +52,13 @@ async def test_one_runtime_gives_each_session_its_own_scope(
 
     # The same session later recalls its own note, never the other session's.
     later = ScriptedModel(["ABC-123."])
-    await _agent(later, root, memory).run("which ticket is this chat about?", session_id="chat-a")
+    await memory_agent(later, root, memory).run(
+        "which ticket is this chat about?", session_id="chat-a"
+    )
     sent = _system(later.requests[0])
     assert A_FACT in sent and B_FACT not in sent
     elsewhere = ScriptedModel(["None yet."])
-    await _agent(elsewhere, root, memory).run("which ticket is this chat about?")
+    await memory_agent(elsewhere, root, memory).run("which ticket is this chat about?")
     assert A_FACT not in _system(elsewhere.requests[0])
 
 

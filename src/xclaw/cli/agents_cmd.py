@@ -28,6 +28,7 @@ from xclaw.cli.common import (
     console,
     fail,
     install_interrupt,
+    interrupted_choice,
     make_approver,
     sandbox_factory,
 )
@@ -245,14 +246,8 @@ def resume_orchestrator(
     except XclawError as err:
         fail(err)
     # Cut-off calls of children: the flag, else a terminal asks, else agents.on_interrupted.
-    choice: ResumeChoice = (
-        "retry"
-        if retry_interrupted
-        else "skip"
-        if skip_interrupted
-        else "ask"
-        if sys.stdin.isatty() and approval in (None, "ask")
-        else agents_cfg.on_interrupted
+    choice: ResumeChoice = interrupted_choice(
+        retry_interrupted, skip_interrupted, approval, agents_cfg.on_interrupted
     )
     asker = ConsoleApprover(console) if choice == "ask" else None
     try:

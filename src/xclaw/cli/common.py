@@ -6,7 +6,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Literal, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -62,6 +62,23 @@ def make_approver(mode: str | None) -> Approver:
     if chosen == "deny":
         return ModeApprover("deny")
     raise typer.BadParameter(f"unknown approval mode {chosen!r}; use ask, deny or allow")
+
+
+_D = TypeVar("_D")
+
+
+def interrupted_choice(
+    retry: bool, skip: bool, approval: str | None, default: _D
+) -> Literal["ask", "retry", "skip"] | _D:
+    """How a resume settles calls cut off by a crash: a flag, else "ask" on a terminal (unless
+    the approval mode answers for the user), else ``default``."""
+    if retry:
+        return "retry"
+    if skip:
+        return "skip"
+    if sys.stdin.isatty() and approval in (None, "ask"):
+        return "ask"
+    return default
 
 
 def install_interrupt(control: RunControl) -> Callable[[], None]:

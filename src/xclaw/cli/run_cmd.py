@@ -25,6 +25,7 @@ from xclaw.cli.common import (
     err_console,
     fail,
     install_interrupt,
+    interrupted_choice,
     make_approver,
     show_sandbox,
 )
@@ -295,14 +296,8 @@ def resume(
         runtime = _build(resolve_config(project), project, flags)
     except XclawError as err:
         fail(err)
-    choice: InterruptedChoice | None = (
-        "retry"
-        if retry_interrupted
-        else "skip"
-        if skip_interrupted
-        else "ask"
-        if sys.stdin.isatty() and approval in (None, "ask")
-        else None
+    choice: InterruptedChoice | None = interrupted_choice(
+        retry_interrupted, skip_interrupted, approval, None
     )
     agent = runtime.agent
     try:

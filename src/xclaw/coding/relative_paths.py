@@ -45,8 +45,10 @@ class RootRewriter:
             else None
         )
 
+    # Unchanged input comes back as the same object, so a message without the root (nearly
+    # all of them) is neither copied nor compared field by field: this runs on every request.
     def text(self, value: str) -> str:
-        if self._pattern is None:
+        if self._pattern is None or self._pattern.search(value) is None:
             return value
         return self._pattern.sub(lambda m: "" if m.group("sep") else ".", value)
 
@@ -54,33 +56,44 @@ class RootRewriter:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {k: self.value(v) for k, v in value.items()}
+            items = {k: self.value(v) for k, v in value.items()}
+            same = all(items[k] is v for k, v in value.items())
+            return value if same else items
         if isinstance(value, list | tuple):
-            return type(value)(self.value(v) for v in value)
+            out = [self.value(v) for v in value]
+            return (
+                value if all(a is b for a, b in zip(out, value, strict=True)) else type(value)(out)
+            )
         return value
 
     def result(self, result: ToolResult) -> ToolResult:
-        return replace(
-            result,
-            message=self.text(result.message),
-            hint=self.text(result.hint),
-            data=self.value(result.data),
+        message, hint, data = (
+            self.text(result.message),
+            self.text(result.hint),
+            self.value(result.data),
         )
+        if message is result.message and hint is result.hint and data is result.data:
+            return result
+        return replace(result, message=message, hint=hint, data=data)
 
     def part(self, part: Part) -> Part:
         match part:
             case TextPart():
-                return replace(part, text=self.text(part.text))
+                text = self.text(part.text)
+                return part if text is part.text else replace(part, text=text)
             case ToolResultPart():
-                return replace(part, result=self.result(part.result))
+                result = self.result(part.result)
+                return part if result is part.result else replace(part, result=result)
             case ToolCallPart():
-                return replace(part, arguments=self.value(part.arguments))
+                arguments = self.value(part.arguments)
+                return part if arguments is part.arguments else replace(part, arguments=arguments)
             case _:
                 return part  # images, and reasoning (signed by its provider)
 
     def message(self, message: Message) -> Message:
         parts = tuple(self.part(p) for p in message.parts)
-        return message if parts == message.parts else replace(message, parts=parts)
+        same = all(a is b for a, b in zip(parts, message.parts, strict=True))
+        return message if same else replace(message, parts=parts)
 
 
 def relative_paths_view(roots: Iterable[Path]) -> RequestView:

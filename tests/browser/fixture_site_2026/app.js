@@ -7,59 +7,10 @@
 // button. Our own code; labels are French on purpose: the adapter must not read them.
 'use strict';
 
-const $ = (selector, root = document) => root.querySelector(selector);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-let config = null;
-let conversationId = null;
-let busy = false;
-let menuOpenedOnce = false;
-let turns = 0;
-let pendingFiles = [];
-
-async function api(path, body) {
-  const init = body === undefined ? {} : {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  };
-  const response = await fetch(path, init);
-  return { status: response.status, body: await response.json() };
-}
-
-function escapeHtml(text) {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
+const COPY_CODE_LABEL = 'Copier le code';
 
 function uid() {
   return Math.random().toString(16).slice(2, 10) + '-' + Date.now().toString(16);
-}
-
-// Markdown, just enough: fenced code blocks (language label and a copy-code button, as the
-// page draws them), paragraphs and line breaks.
-function renderMarkdown(md) {
-  const out = [];
-  const lines = md.split('\n');
-  let para = [];
-  const flush = () => {
-    if (para.length) out.push('<p>' + para.map(escapeHtml).join('<br>') + '</p>');
-    para = [];
-  };
-  for (let i = 0; i < lines.length; i++) {
-    const fence = lines[i].match(/^(```|~~~)\s*([\w-]*)\s*$/);
-    if (!fence) {
-      if (lines[i].trim() === '') flush(); else para.push(lines[i]);
-      continue;
-    }
-    flush();
-    const body = [];
-    for (i++; i < lines.length && !lines[i].startsWith(fence[1]); i++) body.push(lines[i]);
-    out.push('<pre><div class="code-head"><span>' + escapeHtml(fence[2]) +
-      '</span><button type="button">Copier le code</button></div><code class="language-' +
-      escapeHtml(fence[2]) + '">' + escapeHtml(body.join('\n')) + '</code></pre>');
-  }
-  flush();
-  return out.join('');
 }
 
 const renamed = () => config.variant === 'renamed';
@@ -88,20 +39,6 @@ function addTurn(role, markdown) {
   section.appendChild(message);
   $('#thread').appendChild(section);
   return { section, content };
-}
-
-function copyText(markdown) {
-  if (config.copy === 'clipboard') {
-    navigator.clipboard.writeText(markdown).catch(() => {});
-  } else if (config.copy === 'execcommand') {
-    const handler = (event) => {
-      event.clipboardData.setData('text/plain', markdown);
-      event.preventDefault();
-    };
-    document.addEventListener('copy', handler);
-    document.execCommand('copy');
-    document.removeEventListener('copy', handler);
-  }
 }
 
 function actionButton(testid, label, glyph) {
