@@ -39,6 +39,7 @@ lint: deps
 	$(BIN)/ruff check src tests bench conformance evals
 	$(BIN)/ruff format --check src tests bench conformance evals
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 # The attack suites run twice: as the caller (root in CI) and as an unprivileged user.
 UNPRIVILEGED_SUITES := tests/security/test_sandbox_attacks.py tests/security/test_git_seal_attacks.py \

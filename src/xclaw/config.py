@@ -101,31 +101,6 @@ class SandboxConfig(BaseModel):
     run_as_uid: int | None = Field(None, ge=1, json_schema_extra=user_only())
     run_as_gid: int | None = Field(None, ge=1, json_schema_extra=user_only())
 
-    def options(self) -> Any:
-        from xclaw.sandbox import BwrapOptions
-
-        paths = tuple(Path(os.path.expanduser(p)) for p in self.read_only_paths)
-        uid = self.run_as_uid or _int_env("AGENT_RUN_UID")
-        gid = self.run_as_gid or _int_env("AGENT_RUN_GID") or uid
-        return BwrapOptions(
-            read_only_paths=paths,
-            env_passthrough=tuple(self.env_passthrough),
-            run_as=(uid, gid) if uid and gid else None,
-        )
-
-
-def _int_env(name: str) -> int | None:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit() or int(raw) == 0:
-        raise ConfigError(
-            f"{name}={raw!r} is not a user id above 0.",
-            code="CONFIG_INVALID",
-            hint=f"Set {name} to the numeric id of an unprivileged user, or unset it.",
-        )
-    return int(raw)
-
 
 class CheckConfig(BaseModel):
     """A trusted check of ``xclaw patch``: a program and its arguments, never a shell line."""
