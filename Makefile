@@ -48,8 +48,11 @@ UNPRIVILEGED_SUITES := tests/security/test_sandbox_attacks.py tests/security/tes
 	tests/security/test_scanner_attacks.py tests/security/test_attack_corpus.py \
 	tests/security/test_ordinary_work.py
 
+# Two workers: the suite is parallel-safe (each test has its own XDG dirs, temp dirs and free
+# ports) and most of its time is spent waiting on real processes, browsers and servers.
+TEST_WORKERS ?= 2
 test: deps lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 	tests/unprivileged.sh $(BIN)/python $(UNPRIVILEGED_SUITES)
 	$(MAKE) --no-print-directory conformance
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# The CLI's rich consoles take their width when first used: fixed here, so what a table test
+# sees does not depend on which test happened to use the console first (or on the terminal).
+os.environ["COLUMNS"] = "200"
+os.environ.pop("LINES", None)
 
 _real_connect = socket.socket.connect
 _LOOPBACK = ("127.", "::1", "localhost")
