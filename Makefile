@@ -56,14 +56,17 @@ test: deps lint
 	tests/unprivileged.sh $(BIN)/python $(UNPRIVILEGED_SUITES)
 	$(MAKE) --no-print-directory conformance
 
-# Replays real recorded provider traffic through the adapters (see conformance/README.md).
+# Replays real recorded provider traffic through the adapters (see conformance/README.md): the
+# repository's copy in conformance/recordings (origin and licence in its README.md).
+WIRE_RECORDINGS ?= conformance/recordings
 conformance: deps
-	$(BIN)/python conformance/run.py
+	WIRE_RECORDINGS=$(WIRE_RECORDINGS) $(BIN)/python conformance/run.py
 
 # All of evals/coding with the local 1.5B, xclaw and smolagents: hours on 2 cores. A subset:
 # make bench LOCAL_EVAL_ARGS="--case fix-median --case rename-function --max-turns 10"
 LOCAL_EVAL_ARGS ?= --max-turns 12
 bench: deps
+	$(BIN)/python bench/cli_startup.py
 	$(BIN)/python bench/loop_overhead.py
 	$(BIN)/python bench/durable_loop.py
 	$(BIN)/python bench/resume_bench.py

@@ -24,6 +24,7 @@ from typing import Any
 
 from xclaw.agents.registry import BUILTIN_WORKERS, WorkerRegistry
 from xclaw.agents.team import Orchestrator, TeamSettings
+from xclaw.compose.agents import CodingAgents
 from xclaw.core.messages import Message, ToolCallPart
 from xclaw.core.model import Model, ModelRequest
 from xclaw.models.base import ModelTurn
@@ -77,6 +78,7 @@ async def one_run(root: Path, concurrency: int) -> tuple[float, float]:
             root,
             store=store,
             registry=WorkerRegistry(BUILTIN_WORKERS),
+            agent_factory=CodingAgents(),
             model_for=lambda spec: _slow([_deliver(f"{spec.name} says SQLite")]),
             settings=TeamSettings(concurrency=concurrency),
         )

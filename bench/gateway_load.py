@@ -100,7 +100,7 @@ def serve_xclaw(root: Path, port_file: Path, deltas: int, sandbox: str | None) -
     box = sandbox_factory(sandbox, cfg)
     store = open_store()
 
-    def make(bus: EventBus, approver: Approver) -> Agent:
+    def make(bus: EventBus, approver: Approver, _origin: object) -> Agent:
         return Agent(
             StreamingScript(),
             root,

@@ -39,15 +39,65 @@ from typing import Any
 NPM_REGISTRY = "https://registry.npmjs.org/"
 # Smaller files in these suites are hand-written snippets (an <embed>, an <iframe>), not pages.
 MIN_PAGE_BYTES = 8_000
-# The DOM baseline both page benchmarks measure against: every visible a[href], button,
-# input (not hidden), select, textarea, contenteditable host or element with an interactive
-# role, open shadow roots included. Kept in the page as window.__xclawBaseline (a list) and
-# window.__xclawBaselineIndex (element -> position).
+# The DOM baselines the page benchmarks measure against, kept in the page as
+# window.__xclawBaseline (a list) and window.__xclawBaselineIndex (element -> position); open
+# shadow roots included, the main document only.
+#
+# BASELINE_JS, the broad one (issue 25): every control a person could see and click or type
+# into — a[href], button, input (not hidden), select, textarea, an element whose role is a
+# control role, a contenteditable host, an element with an onclick attribute, and a focusable
+# element (tabindex >= 0) — that is shown: not display:none (display:contents counts by its
+# children), not visibility:hidden, and with a non-empty box of its own or, when it does not
+# clip its content (overflow visible), a shown descendant with one (a zero-size link around a
+# floated or 1-px logo image). Opacity does not count, as for Playwright.
+#
+# NARROW_BASELINE_JS, the one of issue 9: the same tags and roles and contenteditable, without
+# [onclick] and [tabindex], and only elements with a non-empty box of their own.
 BASELINE_ROLES = (
     "button link checkbox radio switch tab menuitem option combobox textbox searchbox slider "
     "spinbutton"
 )
+CONTROL_ROLES = BASELINE_ROLES + " menuitemcheckbox menuitemradio treeitem gridcell listbox"
 BASELINE_JS = """() => {
+  const roles = new Set('__ROLES__'.split(' '));
+  const tags = new Set(['BUTTON', 'SELECT', 'TEXTAREA']);
+  const tabbable = (el) => {
+    const t = el.getAttribute('tabindex');
+    return t !== null && t.trim() !== '' && Number(t) >= 0;
+  };
+  const interactive = (el) => (el.tagName === 'A' && el.hasAttribute('href'))
+    || tags.has(el.tagName)
+    || (el.tagName === 'INPUT' && (el.getAttribute('type') || '').toLowerCase() !== 'hidden')
+    || (el.hasAttribute('contenteditable') && el.isContentEditable)
+    || roles.has((el.getAttribute('role') || '').trim().split(/\\s+/)[0])
+    || el.hasAttribute('onclick')
+    || tabbable(el);
+  const hasBox = (el) => [...el.getClientRects()].some((r) => r.width > 0 && r.height > 0);
+  const shown = (el, depth) => {
+    const st = getComputedStyle(el);
+    if (st.display === 'none') return false;
+    const contents = st.display === 'contents';
+    if (!contents && !el.checkVisibility({visibilityProperty: true})) return false;
+    if (!contents && hasBox(el)) return true;
+    if (depth > 6 || (!contents && (st.overflowX !== 'visible' || st.overflowY !== 'visible'))) {
+      return false;
+    }
+    for (const kid of el.children) if (shown(kid, depth + 1)) return true;
+    return false;
+  };
+  const found = [];
+  const visit = (root) => {
+    for (const el of root.querySelectorAll('*')) {
+      if (el.shadowRoot) visit(el.shadowRoot);
+      if (interactive(el) && shown(el, 0)) found.push(el);
+    }
+  };
+  visit(document);
+  window.__xclawBaseline = found;
+  window.__xclawBaselineIndex = new Map(found.map((el, i) => [el, i]));
+  return found.length;
+}""".replace("__ROLES__", CONTROL_ROLES)
+NARROW_BASELINE_JS = """() => {
   const roles = new Set('__ROLES__'.split(' '));
   const tags = new Set(['BUTTON', 'SELECT', 'TEXTAREA']);
   const interactive = (el) => (el.tagName === 'A' && el.hasAttribute('href'))
@@ -69,6 +119,32 @@ BASELINE_JS = """() => {
   window.__xclawBaselineIndex = new Map(found.map((el, i) => [el, i]));
   return found.length;
 }""".replace("__ROLES__", BASELINE_ROLES)
+
+
+def region_baseline_js(margin: int) -> str:
+    """BASELINE_JS kept to what a viewport reading covers: elements whose shown box (their
+    own, else a shown descendant's) meets the viewport widened by ``margin`` pixels above and
+    below (browser-use's ``viewport_threshold`` rule: horizontally the viewport itself)."""
+    return """() => {
+  const all = (__BASELINE__)();
+  const box = (el) => {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) return r;
+    for (const d of el.querySelectorAll('*')) {
+      const q = d.getBoundingClientRect();
+      if (q.width > 0 && q.height > 0 && d.checkVisibility({visibilityProperty: true})) return q;
+    }
+    return null;
+  };
+  const m = __MARGIN__;
+  const kept = window.__xclawBaseline.filter((el) => {
+    const r = box(el);
+    return r && r.bottom > -m && r.top < innerHeight + m && r.right > 0 && r.left < innerWidth;
+  });
+  window.__xclawBaseline = kept;
+  window.__xclawBaselineIndex = new Map(kept.map((el, i) => [el, i]));
+  return kept.length;
+}""".replace("__BASELINE__", BASELINE_JS).replace("__MARGIN__", str(int(margin)))
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,16 @@ with pip on first use). Two halves in this file:
   but loopback goes to a dead proxy), and runs this file in the venv as a worker;
 - worker side (``python page_snapshot_browser_use.py CDP_URL`` in the venv): connects
   browser-use's ``BrowserSession`` over CDP and answers one JSON line per request on stdin:
-  ``{"url", "runs", "baseline_js", "index_js"}`` -> ``@@{"text", "ms", "baseline", "matched",
-  "refs"}``.
+  ``{"url", "runs", "modes": [[threshold, baseline_js], ...], "index_js"}`` -> ``@@{"modes":
+  [{"text", "ms", "baseline", "matched", "refs"}, ...]}``, the page loaded once for all modes.
 
-The serializer is ``DomService(session, viewport_threshold=None).get_serialized_dom_tree()`` and
-then ``llm_representation()``, what browser-use's agent puts in the prompt; ``viewport_threshold=
-None`` is its switch for the whole page instead of the viewport plus 1000 px. A run is timed from
+The serializer is ``DomService(session, viewport_threshold=T).get_serialized_dom_tree()`` and
+then ``llm_representation()``, what browser-use's agent puts in the prompt. ``T=None`` is its
+switch for the whole page; its default, 1000, the viewport plus 1000 px above and below, is what
+its agent sends (``DOMWatchdog`` builds ``DomService`` without a threshold). A run is timed from
 the call to the finished text, after one warm-up run. Recall: each selector-map node (browser-
 use's numbered elements) is resolved by backend node id and looked up among the baseline elements
-that the same baseline script found in the worker's tab.
+that the mode's baseline script found in the worker's tab.
 """
 
 from __future__ import annotations
@@ -169,10 +170,13 @@ class BrowserUse:
                 return reply
         raise Unavailable("the browser-use worker exited")
 
-    async def measure(self, url: str, baseline_js: str, index_js: str, runs: int) -> dict[str, Any]:
-        """Serialize ``url`` ``runs`` times after a warm-up; raises RuntimeError on failure."""
+    async def measure(
+        self, url: str, modes: list[tuple[int | None, str]], index_js: str, runs: int
+    ) -> dict[str, Any]:
+        """Serialize ``url`` ``runs`` times after a warm-up in each ``(threshold, baseline_js)``
+        mode; raises RuntimeError on failure."""
         assert self._worker and self._worker.stdin
-        request = {"url": url, "runs": runs, "baseline_js": baseline_js, "index_js": index_js}
+        request = {"url": url, "runs": runs, "modes": modes, "index_js": index_js}
         self._worker.stdin.write((json.dumps(request) + "\n").encode())
         await self._worker.stdin.drain()
         reply = await asyncio.wait_for(self._reply(), timeout=REQUEST_TIMEOUT_S)
@@ -271,24 +275,29 @@ async def serialize(session: Any, request: dict[str, Any]) -> dict[str, Any]:
     from browser_use.dom.service import DomService  # type: ignore[import-not-found]
 
     await load(session, request["url"])
-    baseline = int(await evaluate(session, f"({request['baseline_js']})()") or 0)
-    service = DomService(session, viewport_threshold=None)
-    times: list[float] = []
-    text, state = "", None
-    for _ in range(int(request["runs"]) + 1):
-        start = time.perf_counter()
-        state, _tree, _timing = await service.get_serialized_dom_tree()
-        text = state.llm_representation()
-        times.append((time.perf_counter() - start) * 1000)
-    assert state is not None
-    hits = await matched(session, state.selector_map, request["index_js"])
-    return {
-        "text": text,
-        "ms": times[1:],
-        "baseline": baseline,
-        "matched": hits,
-        "refs": len(state.selector_map),
-    }
+    out = []
+    for threshold, baseline_js in request["modes"]:
+        baseline = int(await evaluate(session, f"({baseline_js})()") or 0)
+        service = DomService(session, viewport_threshold=threshold)
+        times: list[float] = []
+        text, state = "", None
+        for _ in range(int(request["runs"]) + 1):
+            start = time.perf_counter()
+            state, _tree, _timing = await service.get_serialized_dom_tree()
+            text = state.llm_representation()
+            times.append((time.perf_counter() - start) * 1000)
+        assert state is not None
+        hits = await matched(session, state.selector_map, request["index_js"])
+        out.append(
+            {
+                "text": text,
+                "ms": times[1:],
+                "baseline": baseline,
+                "matched": hits,
+                "refs": len(state.selector_map),
+            }
+        )
+    return {"modes": out}
 
 
 async def worker(cdp_url: str) -> int:

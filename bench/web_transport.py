@@ -94,14 +94,18 @@ class Phases:
 
 
 # (owner, attribute, label): the transport's steps of one send, by where they are looked up.
+# A gate poll (``PageWatch.poll``) is one page.evaluate for blockers and turns together; the
+# blocker-only looks before posting (``PageWatch.clear``) go through ``poll`` too, and are
+# subtracted from it in the report.
 STEPS = [
     (ChatGPTWebTransport, "_ready_page", "page checks before posting (x2 per send)"),
     (ChatGPTWebTransport, "_post", "compose and send (click, type, verify, click)"),
     (turns_module.TurnWaiter, "wait", "completion gate, in all"),
-    (watch_module.PageWatch, "clear", "  blocker look per poll (challenge, banner)"),
-    (turns_module, "snapshot", "  turn snapshot per poll"),
+    (watch_module.PageWatch, "poll", "  page look per poll (blockers + turns, 1 evaluate)"),
+    (watch_module.PageWatch, "clear", "blocker looks outside the gate"),
     (transport_module, "read_reply", "read the reply (copy button, clipboard)"),
 ]
+GATE, POLL, CLEAR = STEPS[2][2], STEPS[3][2], STEPS[4][2]
 
 
 async def transport_turns(
@@ -159,14 +163,13 @@ def _report_phases(phases: Phases, turns: int, timeouts: WebTimeouts) -> None:
     def row(label: str, seconds: float, calls: str = "") -> None:
         print(f"  {label:<48}: {seconds * 1000 / turns:7.1f} ms{calls}")
 
-    looked = 0.0
+    seconds, calls = dict(phases.seconds), dict(phases.calls)
+    seconds[POLL] = seconds.get(POLL, 0.0) - seconds.get(CLEAR, 0.0)  # clear() polls too
+    calls[POLL] = calls.get(POLL, 0) - calls.get(CLEAR, 0)
     for _, _, label in STEPS:
-        seconds = phases.seconds.get(label, 0.0)
-        row(label, seconds, f"  ({phases.calls.get(label, 0) / turns:.1f} calls)")
-        if label.startswith("  "):
-            looked += seconds
-        if label == STEPS[4][2]:  # the last of the gate's own steps
-            row("  sleeping between polls", phases.seconds.get(STEPS[2][2], 0.0) - looked)
+        row(label, seconds.get(label, 0.0), f"  ({calls.get(label, 0) / turns:.1f} calls)")
+        if label == POLL:
+            row("  sleeping between polls", seconds.get(GATE, 0.0) - seconds[POLL])
     floor = max(timeouts.stable_window_s, (timeouts.finished_polls - 1) * timeouts.poll_s)
     print(
         f"  the gate's floor with these timeouts: {floor * 1000:.0f} ms (stable window "

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Replay real recorded provider traffic through xclaw's wire adapters and compare outcomes.
 
-Each interaction of each cassette in the wire-recordings corpus (see its README.md) is served
+Each interaction of each cassette in the recorded corpus (recordings/, see its README.md) is served
 by a local HTTP server exactly as recorded — status, content type, JSON bodies rebuilt with
 ``json.dumps(parsed_body)``, SSE bodies verbatim, one chunk per event — to the adapter for its
 API, given an xclaw request rebuilt from the recorded request body. What the adapter yields is
@@ -96,21 +96,22 @@ class Result:
         return f"{self.file}#{self.index}"
 
 
-def find_recordings(env: dict[str, str] | None = None) -> Path | None:
-    """``$WIRE_RECORDINGS``, else ``../shared/wire-recordings`` next to the repository, else
-    ``/work/shared/wire-recordings``; None when the chosen place holds no ``index.json``."""
+# The corpus, in the repository (conformance/recordings/README.md: origin and licence).
+RECORDINGS = HERE / "recordings"
+
+
+def recordings_place(env: dict[str, str] | None = None) -> Path:
+    """``$WIRE_RECORDINGS`` when set (an explicit choice never falls back), else the
+    repository's ``conformance/recordings``."""
     environ = os.environ if env is None else env
-    if environ.get("WIRE_RECORDINGS"):
-        candidates = [Path(environ["WIRE_RECORDINGS"])]  # an explicit choice never falls back
-    else:
-        candidates = [
-            REPO.parent / "shared" / "wire-recordings",
-            Path("/work/shared/wire-recordings"),
-        ]
-    for path in candidates:
-        if (path / "index.json").is_file():
-            return path.resolve()
-    return None
+    chosen = environ.get("WIRE_RECORDINGS")
+    return Path(chosen) if chosen else RECORDINGS
+
+
+def find_recordings(env: dict[str, str] | None = None) -> Path | None:
+    """The corpus directory; None when it holds no ``index.json``."""
+    path = recordings_place(env)
+    return path.resolve() if (path / "index.json").is_file() else None
 
 
 # -- serving and driving one interaction ----------------------------------------------------
@@ -295,11 +296,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", r"The model .* is deprecated", DeprecationWarning)
     root = find_recordings()
     if root is None:
-        where = os.environ.get("WIRE_RECORDINGS") or (
-            f"{REPO.parent / 'shared' / 'wire-recordings'} or /work/shared/wire-recordings"
-        )
+        where = recordings_place()
         print(f"conformance: no wire recordings (index.json) found at {where}.", file=sys.stderr)
-        print("Set WIRE_RECORDINGS to the corpus directory.", file=sys.stderr)
+        print(
+            f"Unset WIRE_RECORDINGS to replay the repository's copy ({RECORDINGS}), "
+            "or set it to a corpus directory.",
+            file=sys.stderr,
+        )
         return 2
     print(f"conformance: replaying {root}")
     started = time.monotonic()

@@ -336,3 +336,34 @@ def test_a_text_found_clean_is_masked_once_its_secret_is_registered() -> None:
     assert redact(text) == text
     register_secret("later-registered-value-91")  # ...until the known values change
     assert redact(text) == f"the deploy answered with {MASK}"
+
+
+# -- hints: the variable's name is what the user needs; only a value is ever masked ----------
+
+HINTS = [
+    "export OPENAI_API_KEY=... (or put it in the project's .env file).",
+    "export ANTHROPIC_API_KEY=…",
+    "Set DEEPSEEK_API_KEY=<your key> in .env.",
+    "token: <paste it here>",
+    "Run `xclaw login`, or set XCLAW_API_KEY=$MY_GATEWAY_KEY.",
+]
+
+
+@pytest.mark.parametrize("hint", HINTS)
+def test_placeholders_in_hints_stay_readable(hint: str) -> None:
+    assert redact(hint) == hint
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("export OPENAI_API_KEY=hunter2-real-value", "hunter2-real-value"),
+        ("export OPENAI_API_KEY=...but-this-is-real", "...but-this-is-real"),
+        ("Set DEEPSEEK_API_KEY=<unclosed realvalue9", "<unclosed"),
+        ("token: sk-proj-abcdefghijklmnopqrstuvwx1234", "sk-proj-abcdefghijklmnopqrstuvwx1234"),
+    ],
+)
+def test_a_real_value_beside_a_name_is_still_masked(text: str, secret: str) -> None:
+    out = redact(text)
+    assert secret not in out and MASK in out
+    assert text.split("=")[0].split(":")[0] in out  # the name itself survives

@@ -8,15 +8,18 @@ model=...)`` is the agent ``xclaw run`` builds: the user's and the project's con
 enabled plugins and skills, limits, sandbox, approval mode, MCP servers and session store.
 
 Names are imported on first use (PEP 562), so ``xclaw --help`` does not pay for SQLAlchemy,
-the provider SDKs or the tool set.
+the provider SDKs or the tool set. ``xclaw.__version__`` is the installed distribution's
+version (``importlib.metadata``), ``0.0.0+unknown`` when xclaw runs from a tree that was
+never installed.
+
+``__all__`` is the whole public API, pinned by tests/test_public_api.py: every name in it
+resolves, and the module binds no other public name (imports here are private, ``_``).
 """
 
-from __future__ import annotations
+import importlib as _importlib
+import typing as _typing
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from xclaw.coding.agent import Agent
     from xclaw.compose.coding import CodingRuntime, build_agent
     from xclaw.core.errors import (
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
     from xclaw.models.scripted import FunctionModel, ScriptedModel
     from xclaw.tools.base import Tool, ToolContext, tool
     from xclaw.tools.registry import ToolRegistry
+
+    __version__: str
 
 _LAZY: dict[str, str] = {
     "Agent": "xclaw.coding.agent",
@@ -76,13 +81,33 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'xclaw' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+_UNKNOWN_VERSION = "0.0.0+unknown"
+
+
+def _installed_version() -> str:
+    """The version of the installed ``xclaw`` distribution (the one pip or the venv holds)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("xclaw")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return _UNKNOWN_VERSION
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name == "__version__":
+        value: _typing.Any = _installed_version()
+    else:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'xclaw' has no attribute {name!r}")
+        value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 __all__ = [
@@ -115,6 +140,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "XclawError",
+    "__version__",
     "build_agent",
     "tool",
 ]

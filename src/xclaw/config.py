@@ -9,12 +9,15 @@ at all) or ``project_may_set(...)`` (only these values); ``load_config`` refuses
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
-from collections.abc import Mapping
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -391,12 +394,14 @@ def unsafe_project_value(
     return None
 
 
-def _refuse_unsafe(path: Path, data: Mapping[str, Any]) -> None:
+def _refuse_unsafe(path: Path, data: Mapping[str, Any], text: str | None = None) -> None:
     found = unsafe_project_value(data)
     if found is not None:
         given, why = found
+        steps = given.partition(":")[0].split(".")
+        where = _where(path, text, steps, at_value=False)
         raise ConfigError(
-            f"{path} sets {given}, which a project file may not do ({why}).",
+            f"{where}: sets {given}, which a project file may not do ({why}).",
             code="CONFIG_UNSAFE",
             hint="Move it to your user config (~/.config/xclaw/xclaw.yaml); for one run, "
             "--sandbox and --approval choose too.",
@@ -411,15 +416,218 @@ def _read(path: Path) -> bytes | None:
 
 
 def _parse(path: Path, raw: bytes | None) -> dict[str, Any]:
-    if raw is None:
-        return {}
+    return {} if raw is None else read_yaml_mapping(path, raw)
+
+
+def read_yaml_mapping(path: Path, raw: bytes) -> dict[str, Any]:
+    """A YAML settings file's mapping (empty for an empty file). A file that is not UTF-8, not
+    YAML or not a mapping is a coded ``ConfigError`` naming ``path:line:column`` in a plain
+    sentence, never the parser's own dump."""
     try:
-        data = yaml.safe_load(raw.decode("utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path} is not valid YAML: {err}", hint="Fix the file.") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ConfigError(
+            f"{path}:{line}:{column}: the file is not UTF-8 text "
+            f"(byte 0x{raw[err.start]:02x} there).",
+            code="CONFIG_YAML_INVALID",
+            hint=f"Save {path.name} as UTF-8, then run the command again.",
+        ) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = (err.problem or err.context or "it is malformed").strip()
+        raise ConfigError(
+            f"{where}: this is not valid YAML ({problem}).",
+            code="CONFIG_YAML_INVALID",
+            hint="Check the indentation and the `key: value` spacing there (no tabs; quote a "
+            "value that holds ': ' or starts with a special character), then run the command "
+            "again.",
+        ) from None
+    except yaml.YAMLError as err:  # not positioned (rare): still one sentence
+        raise ConfigError(
+            f"{path}: this is not valid YAML ({type(err).__name__}).",
+            code="CONFIG_YAML_INVALID",
+            hint="Fix the file, then run the command again.",
+        ) from None
+    if data is None:
+        return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping", hint="Fix the file.")
+        kind = "list" if isinstance(data, list) else type(data).__name__
+        raise ConfigError(
+            f"{path}:1:1: the file holds a {kind}, not settings (`key: value` lines).",
+            code="CONFIG_NOT_MAPPING",
+            hint="Write the settings as `key: value` lines at the top level, then run the "
+            "command again.",
+        )
     return data
+
+
+# -- invalid settings: the file, the line, the nearest valid key ----------------------------
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """Where settings came from: a file (with its text, for line numbers) or a name such as
+    ``XCLAW_MODEL`` or ``the command line``."""
+
+    name: str
+    data: Mapping[str, Any]
+    path: Path | None = None
+    text: str | None = None
+
+
+def _position(text: str, steps: Sequence[object], at_value: bool) -> tuple[int, int] | None:
+    """1-based line and column of the key at ``steps`` (its value when ``at_value``), or of
+    the deepest part of the path that exists."""
+    try:
+        node: yaml.Node | None = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    mark = None
+    for step in steps:
+        if isinstance(node, yaml.MappingNode):
+            found = next((kv for kv in node.value if kv[0].value == str(step)), None)
+            if found is None:
+                break
+            mark, node = found[0].start_mark, found[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int):
+            if not 0 <= step < len(node.value):
+                break
+            node = node.value[step]
+            mark = node.start_mark
+        else:
+            break
+    else:
+        if at_value and node is not None:
+            mark = node.start_mark
+    return (mark.line + 1, mark.column + 1) if mark is not None else None
+
+
+def _where(path: Path, text: str | None, steps: Sequence[object], *, at_value: bool) -> str:
+    found = _position(text, steps, at_value) if text is not None else None
+    return f"{path}:{found[0]}:{found[1]}" if found else str(path)
+
+
+def _has(data: object, steps: Sequence[object]) -> bool:
+    for step in steps:
+        if isinstance(data, Mapping) and step in data:
+            data = data[step]
+        elif isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data):
+            data = data[step]
+        else:
+            return False
+    return True
+
+
+def _inner(annotation: Any, step: object) -> Any:
+    """The annotation one step down a location: a model's field, a dict's value, a list's
+    item (``X | None`` and other unions are looked through)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        field = annotation.model_fields.get(str(step))
+        return None if field is None else field.annotation
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        for arm in get_args(annotation):
+            found = _inner(arm, step)
+            if found is not None:
+                return found
+        return None
+    if origin in (dict, Mapping):
+        return get_args(annotation)[1] if not isinstance(step, int) else None
+    if origin in (list, tuple, Sequence):
+        return get_args(annotation)[0] if isinstance(step, int) else None
+    return None
+
+
+def _model_at(model: Any, steps: Sequence[object]) -> type[BaseModel] | None:
+    annotation: Any = model
+    for step in steps:
+        annotation = _inner(annotation, step)
+        if annotation is None:
+            return None
+    for arm in (annotation, *get_args(annotation)):
+        if isinstance(arm, type) and issubclass(arm, BaseModel):
+            return arm
+    return None
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def _dotted(steps: Sequence[object]) -> str:
+    """``sandbox.mode``, ``chronos.jobs[0].id``, ``models["openai:*"].protocol``."""
+    out = ""
+    for step in steps:
+        if isinstance(step, int):
+            out += f"[{step}]"
+        elif not _PLAIN_KEY.fullmatch(str(step)):
+            out += f"[{json.dumps(str(step))}]"
+        else:
+            out += f".{step}" if out else str(step)
+    return out
+
+
+def explain_invalid(
+    err: ValidationError, model: Any, sources: Sequence[ConfigSource]
+) -> ConfigError:
+    """The first problem of ``err`` as a coded error: the file that set it (``sources`` in
+    order of precedence, highest first) with line and column, the dotted key, and for an
+    unknown key the nearest valid one (difflib), else the keys that section takes. ``model``
+    is what was validated: a model class, or an annotation such as ``dict[str, Preset]``."""
+    # An unknown key first: a misspelt section name makes the rest of its problems moot.
+    problems = sorted(err.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
+    first = problems[0]
+    loc = [step for step in first["loc"] if isinstance(step, int | str)]
+    missing = first["type"] == "missing"
+    unknown = first["type"] == "extra_forbidden"
+    # A value model validation reports under a union arm's tag: keep the steps the data has.
+    while loc and not any(_has(src.data, loc[: -1 if missing else None]) for src in sources):
+        loc.pop()
+    lookup = loc[:-1] if missing else loc
+    source = next((src for src in sources if _has(src.data, lookup)), None)
+    if source is None:
+        where = "the configuration"
+    elif source.path is not None:
+        where = _where(source.path, source.text, lookup, at_value=not unknown)
+    else:
+        where = source.name
+    extra = len(problems) - 1
+    more = f" ({extra} more problem{'s' if extra > 1 else ''} after this one)" if extra else ""
+    key = _dotted(loc) or "(top level)"
+    if unknown:
+        section = _model_at(model, loc[:-1])
+        valid = list(section.model_fields) if section is not None else []
+        near = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.6)
+        under = f" under {_dotted(loc[:-1])}" if len(loc) > 1 else ""
+        if near:
+            better = _dotted([*loc[:-1], near[0]])
+            sentence = f" The nearest valid key is {better}."
+            hint = f"Rename {key} to {better}, then run the command again."
+        else:
+            sentence = ""
+            hint = f"Valid keys{under}: {', '.join(valid)}. Remove or rename {key}."
+        return ConfigError(
+            f"{where}: {key} is not a valid key{more}.{sentence}",
+            code="CONFIG_KEY_UNKNOWN",
+            hint=hint,
+        )
+    if missing:
+        owner = _dotted(loc[:-1]) or "the file"
+        return ConfigError(
+            f"{where}: {owner} needs {loc[-1]}, and it is missing{more}.",
+            code="CONFIG_VALUE_INVALID",
+            hint=f"Add `{loc[-1]}: ...` there, then run the command again.",
+        )
+    detail = str(first["msg"]).removeprefix("Value error, ")
+    return ConfigError(
+        f"{where}: {key}: {detail} (it is {first.get('input')!r}){more}.",
+        code="CONFIG_VALUE_INVALID",
+        hint="Change that value, then run the command again.",
+    )
 
 
 # Resolved configurations by everything they were made from (paths, file contents, the
@@ -458,15 +666,26 @@ def _resolve(
     env_model: str | None,
     flags: Mapping[str, Any] | None,
 ) -> XclawConfig:
-    merged = _parse(user_file, user_raw)
+    user = _parse(user_file, user_raw)
+    sources = [ConfigSource("the command line", flags or {})]
+    if env_model:
+        sources.append(ConfigSource("XCLAW_MODEL", {"model": env_model}))
+    merged = user
     if project_file is not None:
         local = _parse(project_file, project_raw)
-        _refuse_unsafe(project_file, local)
+        text = _text(project_raw)
+        _refuse_unsafe(project_file, local, text)
+        sources.append(ConfigSource(str(project_file), local, project_file, text))
         merged = deep_merge(merged, local)
+    sources.append(ConfigSource(str(user_file), user, user_file, _text(user_raw)))
     if env_model:
         merged["model"] = env_model
     merged = deep_merge(merged, flags or {})
     try:
         return XclawConfig.model_validate(merged)
     except ValidationError as err:
-        raise ConfigError(f"configuration is invalid: {err}", hint="Fix xclaw.yaml.") from None
+        raise explain_invalid(err, XclawConfig, sources) from None
+
+
+def _text(raw: bytes | None) -> str | None:
+    return raw.decode("utf-8") if raw is not None else None  # _parse checked it decodes

@@ -300,19 +300,22 @@ _ASSIGNMENT = re.compile(
     r"(?P<sep>[ \t]*(?:=>|:=|[:=])[ \t]*)"
     # A quoted value cut off before its closing quote (truncated output) runs to the line's end.
     r"(?=(?P<q2>\\?[\"'])(?P<qval>(?:\\.|(?!(?P=q2))[^\n])*?)(?:(?P=q2)|(?=\n)|\Z)"
-    r"|(?P<val>[^\s'\"&;=][^\s'\"&;]*))"
+    # A placeholder in angle brackets is one value, spaces included (``<your key>``).
+    r"|(?P<val><[^<>\n]{1,80}>|[^\s'\"&;=][^\s'\"&;]*))"
 )
 _FLAG = re.compile(
     r"(?<!\S)--?(?P<name>[A-Za-z][\w\-]{1,60})[ \t]+"
     r"(?=(?P<q2>[\"'])(?P<qval>[^\"'\n]*)(?P=q2)|(?P<val>[^\s'\"\-][^\s'\"]*))"
 )
 # Values that are not secrets: literals, type names, references, placeholders, a header scheme.
+# A placeholder is what a hint shows where the user's own value goes (``export KEY=...``): the
+# variable's name must stay readable, and an ellipsis or ``<...>`` is no one's secret.
 _NOT_A_VALUE = re.compile(
     r"(?:true|false|null|none|nil|yes|no|on|off|required|optional(?:\[.*)?|str|int|bytes|bool"
-    r"|string|secretstr|bearer|basic|token|digest|\*+|<[^>]*>|\{\{.*"
+    r"|string|secretstr|bearer|basic|token|digest|\*+|<[^>]*>|\{\{.*|\.{3,}|…"
     # References to where the secret lives: $DB_PASSWORD, ${TOKEN}, os.environ[...], getenv(...)
     r"|(?-i:\$\{?[A-Z_][A-Z0-9_]*\}?)|(?:os\.environ|os\.getenv|process\.env|getenv|env)[\[.(].*"
-    r"|\[REDACTED\].*)[,;)\]}]*",
+    r"|\[REDACTED\].*)[,;.)\]}]*",
     re.IGNORECASE,
 )
 

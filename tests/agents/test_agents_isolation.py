@@ -11,6 +11,7 @@ from tests.agents.conftest import call, git_project
 
 from xclaw.agents.registry import WorkerRegistry, WorkerSpec
 from xclaw.agents.team import Orchestrator
+from xclaw.compose.agents import CodingAgents
 from xclaw.core.messages import Message, ToolCallPart
 from xclaw.core.model import Model, ModelRequest
 from xclaw.models.base import ModelTurn
@@ -73,7 +74,14 @@ def test_two_isolated_writers_on_the_same_path_never_collide(
             "two guides written",
         ]
     )
-    orch = Orchestrator(debate_like, root, store=store, registry=registry, model_for=model_for)
+    orch = Orchestrator(
+        debate_like,
+        root,
+        store=store,
+        registry=registry,
+        agent_factory=CodingAgents(),
+        model_for=model_for,
+    )
     result = asyncio.run(orch.run("Have two writers write the guide at once."))
     assert result.status == "completed", result.reason
 
@@ -119,7 +127,14 @@ def test_an_isolated_copy_for_a_project_without_git(
         )
 
     result = asyncio.run(
-        Orchestrator(model, root, store=store, registry=registry, model_for=model_for).run("x")
+        Orchestrator(
+            model,
+            root,
+            store=store,
+            registry=registry,
+            agent_factory=CodingAgents(),
+            model_for=model_for,
+        ).run("x")
     )
     data = result.tool_calls[0].result.data
     assert (root / "a.txt").read_text() == "one\n"

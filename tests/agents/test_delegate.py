@@ -9,6 +9,7 @@ from tests.agents.conftest import Scripts, call, deliver
 
 from xclaw.agents.registry import WorkerRegistry
 from xclaw.agents.team import Orchestrator
+from xclaw.compose.agents import CodingAgents
 from xclaw.models.scripted import ScriptedModel
 from xclaw.store.sqlite import SqliteStore
 
@@ -54,7 +55,14 @@ def test_coder_writes_reviewer_finds_bug_coder_fixes(
             {"expect": {"last_contains": ["fixed add()"]}, "text": "written, reviewed, fixed."},
         ]
     )
-    orch = Orchestrator(orchestrator_model, root, store=store, registry=registry, model_for=workers)
+    orch = Orchestrator(
+        orchestrator_model,
+        root,
+        store=store,
+        registry=registry,
+        agent_factory=CodingAgents(),
+        model_for=workers,
+    )
     result = asyncio.run(orch.run("Write an add function, get it reviewed and fixed."))
 
     assert result.status == "completed", result.reason
@@ -119,7 +127,9 @@ def test_deliver_checks_its_pointers_and_size(
             "done",
         ]
     )
-    orch = Orchestrator(model, root, store=store, registry=registry, model_for=workers)
+    orch = Orchestrator(
+        model, root, store=store, registry=registry, agent_factory=CodingAgents(), model_for=workers
+    )
     result = asyncio.run(orch.run("Two reports."))
     assert result.status == "completed", result.reason
     workers.assert_all_used()
@@ -148,7 +158,9 @@ def test_a_worker_can_deliver_an_error(
             {"expect": {"last_ok": False, "last_contains": ["CHILD_REPORTED_ERROR"]}, "text": "x"},
         ]
     )
-    orch = Orchestrator(model, root, store=store, registry=registry, model_for=workers)
+    orch = Orchestrator(
+        model, root, store=store, registry=registry, agent_factory=CodingAgents(), model_for=workers
+    )
     result = asyncio.run(orch.run("Review calc.py"))
     failure = result.tool_calls[0].result
     assert failure.error_code == "CHILD_REPORTED_ERROR"

@@ -10,6 +10,7 @@ from tests.agents.conftest import Scripts, call, deliver
 
 from xclaw.agents.registry import WorkerRegistry, WorkerSpec
 from xclaw.agents.team import Orchestrator
+from xclaw.compose.agents import CodingAgents
 from xclaw.core.messages import Message, ToolCallPart
 from xclaw.core.model import Model, ModelRequest
 from xclaw.models.base import ModelTurn
@@ -51,7 +52,14 @@ def test_debate_runs_three_workers_in_parallel_then_a_judge(
             {"expect": {"last_contains": ["judge decided: SQLite"]}, "text": "SQLite it is."},
         ]
     )
-    orch = Orchestrator(orch_model, root, store=store, registry=registry, model_for=model_for)
+    orch = Orchestrator(
+        orch_model,
+        root,
+        store=store,
+        registry=registry,
+        agent_factory=CodingAgents(),
+        model_for=model_for,
+    )
     result = asyncio.run(orch.run("Decide where the app keeps its data."))
 
     assert result.status == "completed", result.reason
@@ -86,7 +94,14 @@ def test_debate_over_two_rounds_shows_each_worker_the_others(
     orch_model = ScriptedModel(
         [call("agents.debate", workers=["coder", "skeptic"], question="A or B?", rounds=2), "A."]
     )
-    orch = Orchestrator(orch_model, root, store=store, registry=registry, model_for=workers)
+    orch = Orchestrator(
+        orch_model,
+        root,
+        store=store,
+        registry=registry,
+        agent_factory=CodingAgents(),
+        model_for=workers,
+    )
     result = asyncio.run(orch.run("A or B?"))
     assert result.status == "completed", result.reason
     assert result.tool_calls[0].result.data["rounds"] == 2
@@ -148,7 +163,14 @@ def test_pipeline_feeds_each_delivery_into_the_next_step(
             {"expect": {"last_contains": ["report: Q2 sales"]}, "text": "Q2 tripled."},
         ]
     )
-    orch = Orchestrator(orch_model, root, store=store, registry=registry, model_for=workers)
+    orch = Orchestrator(
+        orch_model,
+        root,
+        store=store,
+        registry=registry,
+        agent_factory=CodingAgents(),
+        model_for=workers,
+    )
     result = asyncio.run(orch.run("Turn the raw sales into a report."))
 
     assert result.status == "completed", result.reason
@@ -186,7 +208,14 @@ def test_a_failed_pipeline_step_is_a_structured_result(
         ]
     )
     workers = Scripts({"coder": [[deliver("did x")]]})
-    orch = Orchestrator(orch_model, root, store=store, registry=registry, model_for=workers)
+    orch = Orchestrator(
+        orch_model,
+        root,
+        store=store,
+        registry=registry,
+        agent_factory=CodingAgents(),
+        model_for=workers,
+    )
     result = asyncio.run(orch.run("x then y"))
     assert result.status == "completed"
     failure = result.tool_calls[0].result

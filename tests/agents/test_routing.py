@@ -12,6 +12,8 @@ from xclaw.agents.config import RouteRule, TeamConfig, load_agents_config
 from xclaw.agents.registry import WorkerRegistry
 from xclaw.agents.routing import Router
 from xclaw.agents.team import Orchestrator, run_routed
+from xclaw.compose.agents import CodingAgents
+from xclaw.config import load_config
 from xclaw.core.errors import ConfigError
 from xclaw.core.events import Event, EventBus
 from xclaw.models.scripted import ScriptedModel
@@ -90,7 +92,14 @@ def test_routed_to_a_worker_or_a_team(
             "documented by the docs team",
         ]
     )
-    orch = Orchestrator(orch_model, root, store=store, registry=registry, model_for=workers)
+    orch = Orchestrator(
+        orch_model,
+        root,
+        store=store,
+        registry=registry,
+        agent_factory=CodingAgents(),
+        model_for=workers,
+    )
 
     route, direct = asyncio.run(run_routed(orch, router, "review app.py", channel="web"))
     assert route.target == "reviewer" and direct.status == "completed"
@@ -119,10 +128,10 @@ def test_the_agents_section_merges_user_and_project_files(
         "agents:\n  workers:\n    translator: {prompt: Translate., tools: [fs.read]}\n"
         "  routes: [{keywords: [translate], target: translator}]\n"
     )
-    cfg = load_agents_config(root)
+    cfg = load_agents_config(load_config(root))
     assert cfg.concurrency == 5
     assert set(cfg.workers) == {"coder", "translator"}
     assert cfg.routes[0].target == "translator"
     (root / "xclaw.yaml").write_text("agents:\n  workers:\n    coder: {max_turns: 0}\n")
     with pytest.raises(ConfigError, match="max_turns"):
-        load_agents_config(root)
+        load_agents_config(load_config(root))

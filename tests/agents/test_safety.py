@@ -15,6 +15,7 @@ from xclaw.agents.config import AgentsConfig, BudgetConfig, WorkerConfig
 from xclaw.agents.registry import WorkerRegistry, WorkerSpec, build_registry
 from xclaw.agents.team import Orchestrator, TeamSettings
 from xclaw.coding.toolset import coding_registry
+from xclaw.compose.agents import CodingAgents
 from xclaw.core.errors import ConfigError, ModelRequestRejected
 from xclaw.core.messages import Message, ToolCallPart
 from xclaw.core.model import Model, ModelRequest
@@ -80,6 +81,7 @@ def test_children_inherit_the_parents_approver_or_a_narrower_one(
         root,
         store=store,
         registry=registry,
+        agent_factory=CodingAgents(),
         model_for=workers,
         settings=TeamSettings(approval="ask"),
         approver=approver,
@@ -119,6 +121,7 @@ def test_cancelling_the_parent_cancels_every_child(
             root,
             store=store,
             registry=registry,
+            agent_factory=CodingAgents(),
             model_for=lambda spec: _waiting_worker(started, spec.name),
         )
         control = RunControl()
@@ -170,6 +173,7 @@ def test_the_concurrency_limit_bounds_parallel_children(
         root,
         store=store,
         registry=registry,
+        agent_factory=CodingAgents(),
         model_for=lambda spec: FunctionModel(turn),
         settings=TeamSettings(concurrency=2),
     )
@@ -198,6 +202,7 @@ def test_the_shared_budget_stops_children_and_the_tree(
         root,
         store=store,
         registry=registry,
+        agent_factory=CodingAgents(),
         model_for=workers,
         settings=TeamSettings(budget=BudgetConfig(max_tokens=50)),
     )
@@ -240,7 +245,14 @@ def test_failed_and_timed_out_children_are_results_not_crashes(
             },
         ]
     )
-    orch = Orchestrator(model, root, store=store, registry=registry, model_for=model_for)
+    orch = Orchestrator(
+        model,
+        root,
+        store=store,
+        registry=registry,
+        agent_factory=CodingAgents(),
+        model_for=model_for,
+    )
     result = asyncio.run(asyncio.wait_for(orch.run("Try two workers."), 10))
     assert result.status == "completed", result.reason
     timeout, failed = (r.result for r in result.tool_calls)

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from xclaw.agents.registry import WorkerRegistry
 from xclaw.agents.team import Orchestrator
 from xclaw.cli.app import app
+from xclaw.compose.agents import CodingAgents
 from xclaw.models.scripted import ScriptedModel
 from xclaw.store import schema
 from xclaw.store.sqlite import SqliteStore
@@ -31,7 +32,9 @@ def _two_children(root: Path, store: SqliteStore, registry: WorkerRegistry) -> s
             "done",
         ]
     )
-    orch = Orchestrator(model, root, store=store, registry=registry, model_for=workers)
+    orch = Orchestrator(
+        model, root, store=store, registry=registry, agent_factory=CodingAgents(), model_for=workers
+    )
     result = asyncio.run(orch.run("Write and review a.txt"))
     assert result.status == "completed", result.reason
     return result.session_id

@@ -11,7 +11,13 @@ _BROWSER_TESTS = str(Path(__file__).resolve().parent.parent / "browser")
 if _BROWSER_TESTS not in sys.path:
     sys.path.insert(0, _BROWSER_TESTS)
 
-from site_fixtures import fixture_site_fixture, site_fixture  # noqa: E402, F401 - the path above; fixtures
+from site_fixtures import (  # noqa: E402, F401 - the path above; fixtures
+    either_site_fixture,
+    fixture_site_2026_fixture,
+    fixture_site_fixture,
+    site_2026_fixture,
+    site_fixture,
+)
 
 
 @pytest.fixture

@@ -26,8 +26,9 @@ WEATHER = {
 
 @needs_browser
 def test_headless_bridge_answers_the_responses_api_from_the_page(
-    site: FixtureSite, tmp_path: Path
+    either_site: FixtureSite, tmp_path: Path
 ) -> None:
+    site = either_site  # the 2025 and the 2026 page
     site.queue(
         render_reply(False, "Checking.", "get_weather", {"city": "Lyon"}),
         render_reply(True, "Mild in Lyon."),

@@ -243,8 +243,9 @@ async def test_after_a_failed_turn_the_next_request_starts_a_new_chat() -> None:
 
 @needs_browser
 async def test_two_openai_clients_on_one_cli_bridge_never_meet(
-    site: FixtureSite, tmp_path: Path
+    either_site: FixtureSite, tmp_path: Path
 ) -> None:
+    site = either_site  # the 2025 and the 2026 page
     site.use_script(PageScript())  # type: ignore[arg-type]
     args = ["--model", "web=chatgpt-web", "--base-url", site.url, "--headless"]
     bridge = start_cli_bridge(args, tmp_path, env=browser_env(headless=False))

@@ -7,13 +7,19 @@ launch costs a second or two. Tests that kill or relaunch a browser start their 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from fixture_server import SITE_2026_DIR, FixtureSite
-from site_fixtures import fixture_site_fixture, site_fixture  # noqa: F401 - fixtures
+from fixture_server import FixtureSite
+from site_fixtures import (  # noqa: F401 - fixtures
+    either_site_fixture,
+    fixture_site_2026_fixture,
+    fixture_site_fixture,
+    site_2026_fixture,
+    site_fixture,
+)
 from web_support import BROWSER, browser_options, web_options
 
 from xclaw.browser import BrowserManager
@@ -38,20 +44,6 @@ def make_transport(site: FixtureSite, shared_browser: BrowserManager) -> Any:
         return ChatGPTWebTransport(web_options(site, **kwargs), manager=shared_browser, **hooks)
 
     return make
-
-
-@pytest.fixture(scope="session")
-def fixture_site_2026_server() -> Iterator[FixtureSite]:
-    site = FixtureSite(site_dir=SITE_2026_DIR).start()
-    yield site
-    site.stop()
-
-
-@pytest.fixture
-def site_2026(fixture_site_2026_server: FixtureSite) -> FixtureSite:
-    """The 2026 fixture site, reset."""
-    fixture_site_2026_server.reset()
-    return fixture_site_2026_server
 
 
 @pytest.fixture

@@ -7,15 +7,16 @@ effort controls with ``model-switcher-`` test ids, toasts for limits, in-turn er
 Retry button). Each is our own code reproducing the states the adapter must handle: signed in
 or out, verification challenges (strong and weak evidence), a streamed reply with a stop
 button then a finished turn with a copy button, a "thinking" preamble that looks finished, a
-mode menu (disabled items, an empty first render), error banners, a file input, and
-conversation URLs ``/c/<id>`` that reload a conversation.
+mode menu (disabled items, an empty first render, rows without a checkmark), error banners, a
+file input, and conversation URLs ``/c/<id>`` that reload a conversation.
 
 Page variants (``variant``): ``current``; ``outdated`` (no composer the adapter knows);
 ``renamed`` (ids and test ids renamed: only the fallbacks match); ``no_action_bar`` (finished
 turns without an action bar); ``no_copy`` (an action bar without a copy button); and
 ``flat_insert``. Per reply: a preamble (``thinking``), a banner until cleared (``banner``), a
 stall mid-way (``cut_ms``), an error with a Retry button (``error``), a stream that never ends
-(``endless``, also after a reload), and signing out once it is answered (``sign_out_after``).
+(``endless``, also after a reload, until ``finish_streams``), and signing out once it is
+answered (``sign_out_after``).
 
 Tests drive it through ``FixtureSite`` in the same process (``configure``, ``queue``,
 ``use_script``, ``posted``); a person can drive it over HTTP (``POST /__control`` with JSON).
@@ -89,6 +90,7 @@ class SiteState:
     copy: str = "clipboard"  # "clipboard" | "execcommand" | "broken"
     menu: list[dict[str, Any]] = field(default_factory=lambda: [dict(i) for i in DEFAULT_MENU])
     menu_empty_first: bool = False  # the first opening of the menu renders no items
+    menu_marks_checked: bool = True  # False: no row says it is the active one (no checkmark)
     current_mode: str = "gpt-5-instant"
     banner: str | None = None  # the banner showing now (set while a reply plays one)
     conversations: dict[str, list[dict[str, str]]] = field(default_factory=dict)
@@ -156,6 +158,15 @@ class FixtureSite:
         with self.lock:
             self.scripted = transport
 
+    def finish_streams(self) -> None:
+        """Every endless reply has finished on the server: a reload shows it whole (as the
+        real site does once a generation the adapter stopped waiting for ends)."""
+        with self.lock:
+            for history in self.state.conversations.values():
+                for message in history:
+                    if message.pop("endless", False):
+                        message["text"] = message.pop("full")
+
     def clear_banner(self) -> None:
         self.configure(banner=None)
 
@@ -191,11 +202,12 @@ class FixtureSite:
         if reply is None:
             reply = Reply("(the fixture has no reply queued)")
         answer: dict[str, Any] = {"role": "assistant", "text": reply.text}
-        if reply.endless:  # a reload shows it still running, half written
+        if reply.endless:  # a reload shows it still running, half written (until finish_streams)
             answer = {
                 "role": "assistant",
                 "text": reply.text[: len(reply.text) // 2],
                 "endless": True,
+                "full": reply.text,
             }
         with self.lock:
             history = self.state.conversations.setdefault(cid, [])
@@ -213,6 +225,7 @@ class FixtureSite:
                 "copy": s.copy,
                 "menu": s.menu,
                 "menu_empty_first": s.menu_empty_first,
+                "menu_marks_checked": s.menu_marks_checked,
                 "current_mode": s.current_mode,
                 "banner": s.banner,
             }

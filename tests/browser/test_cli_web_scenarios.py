@@ -139,12 +139,59 @@ def test_a_rate_limited_mode_falls_back_visibly_and_long_and_cut_replies_arrive_
         site = both[year]
         assert run.code == 0, run.out
         assert run.says(f"! mode: {THINKING[year]} (asked pro)")  # a warning, not a dim note
-        assert run.says("rate-limited")
+        assert run.says("rate-limited") and not run.says("not confirmed")  # the menu showed it
         if year == "2026":  # its toast is quoted, as the page said it
             assert run.says("The page says: Vous avez atteint la limite")
         assert (tmp_path / year / "proj" / "big.txt").read_text() == long_text
         assert run.says("the reply stalled halfway. " * 10)
         assert [p["model"] for p in site.posted] == [THINKING[year]] * 2
+
+
+def test_a_fallback_that_cannot_be_confirmed_warns_and_a_strict_mode_is_a_coded_error(
+    both: dict[str, FixtureSite], tmp_path: Path
+) -> None:
+    """Pro is rate-limited and the picker marks no row as the active one (2026: the pill's
+    picker with effort controls in its rows). Asked strictly (``pro!``) that is an error before
+    anything is sent; asked plainly, the fallback is used with a warning saying it is not
+    confirmed."""
+    for site in both.values():
+        menu = [{**m, "disabled": m["slug"] in PRO.values()} for m in site.state.menu]
+        site.configure(menu=menu, menu_marks_checked=False)
+        site.queue(done("Answered in the fallback."))
+    strict = run_both(both, tmp_path, "run", lambda _: ["--model", "chatgpt-web:pro!", "go"], QUICK)
+    for year, run in strict.items():
+        assert run.code != 0 and run.says("WEB_MODE_UNAVAILABLE"), run.out
+        assert run.says("'pro' was asked for strictly and cannot be used")
+        assert run.says("without '!' to accept the fallback")
+        assert both[year].posted == []
+    plain = run_both(both, tmp_path, "run", lambda _: ["--model", "chatgpt-web:pro", "go"], QUICK)
+    for year, run in plain.items():
+        assert run.code == 0, run.out
+        assert run.says(f"! mode: {THINKING[year]} (asked pro)")
+        assert run.says("The menu does not show which mode is active, so this is not confirmed.")
+        assert run.says("Answered in the fallback.")
+        assert [p["model"] for p in both[year].posted] == [THINKING[year]]  # it did land
+
+
+@pytest.mark.parametrize("variant", ["no_copy", "no_action_bar"])
+def test_a_finished_reply_without_a_copy_button_is_read_from_the_page_and_says_so(
+    both: dict[str, FixtureSite], tmp_path: Path, variant: str
+) -> None:
+    """The issue's stall: a finished turn (2026: a <section data-turn>) whose copy button is
+    gone (``no_copy``: the rest of its action bar is there) or that has no action bar at all:
+    the turn ends (on the bar, or on the quiet rule) and is read from the DOM, saying so."""
+    for site in both.values():
+        site.configure(variant=variant)
+        site.queue(write("dom.txt", "read from the page\n"), done("Read without copying."))
+    runs = run_both(both, tmp_path, "run", task, QUICK)
+    for year, run in runs.items():
+        assert run.code == 0, run.out
+        assert (tmp_path / year / "proj" / "dom.txt").read_text() == "read from the page\n"
+        assert run.says("Read without copying.")
+        assert run.says("reply read from the page text (the turn has no copy button we know)")
+        assert "WEB_ADAPTER_OUTDATED" not in run.out
+        assert len(both[year].posted) == 2
+        assert run.seconds < 40, f"{year}: {run.seconds:.1f}s"
 
 
 def test_renamed_selectors_and_no_copy_button_complete_and_read_the_finished_turn(
@@ -193,17 +240,38 @@ def test_a_mid_stream_error_in_headless_mode_fails_fast_with_a_readable_code(
         assert len(both[year].posted) == 1
 
 
-def test_a_generation_that_never_ends_is_retried_once_without_resending_then_paused(
+def test_a_generation_that_never_ends_is_retried_once_then_paused_and_resumed_without_reposting(
     both: dict[str, FixtureSite], tmp_path: Path
 ) -> None:
+    """The reply outlasts the wait, also after one reload: the run pauses (WEB_TURN_TIMEOUT).
+    The reply then finishes on the site, and `xclaw resume` in a new process finds the message
+    already posted in the reopened chat and reads its reply: the page receives it once."""
     for site in both.values():
-        site.queue(Reply(done("This stream never ends. " * 10), endless=True))
-    runs = run_both(both, tmp_path, "run", task, QUICK + ",turn_s=1.5")
-    for year, run in runs.items():
+        site.queue(
+            Reply(write("once.txt", "posted once\n"), endless=True), done("Finished on resume.")
+        )
+    first = run_both(both, tmp_path, "run", task, QUICK + ",turn_s=1.5")
+    for year, run in first.items():
         assert run.code == 3, run.out  # interrupted: a pause the session resumes from
         assert run.says("reloading the chat once (the message is not sent again)")
         assert run.says("WEB_TURN_TIMEOUT") and run.says("xclaw resume")
         assert len(both[year].posted) == 1  # the retry never sent it twice
+        both[year].finish_streams()
+
+    def resume(year: str) -> list[str]:
+        return [first[year].session, "--model", "chatgpt-web"]
+
+    second = run_both(both, tmp_path, "resume", resume, QUICK)
+    for year, run in second.items():
+        assert run.code == 0, run.out
+        assert run.says("the reply to the message already posted there is awaited")
+        assert (tmp_path / year / "proj" / "once.txt").read_text() == "posted once\n"
+        assert run.says("Finished on resume.")
+        posted = both[year].posted
+        texts = [p["text"] for p in posted]
+        assert len(posted) == 2 and texts.count(texts[0]) == 1, texts  # then the tool result
+        assert "write the file" in texts[0] and "once.txt" in texts[1]
+        assert posted[0]["conversation_id"] == posted[1]["conversation_id"]  # the same chat
 
 
 def test_signed_out_pauses_and_a_login_lost_mid_run_pauses_again_after_resuming(

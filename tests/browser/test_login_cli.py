@@ -25,8 +25,9 @@ def _login(url: str, timeout_s: int = 30) -> subprocess.Popen[str]:
 
 
 def test_login_headless_and_signed_out_says_at_once_that_it_needs_a_window(
-    site: FixtureSite,
+    either_site: FixtureSite,
 ) -> None:
+    site = either_site  # the 2025 and the 2026 page
     site.configure(auth="out")
     proc = _login(site.url, timeout_s=60)
     out, _ = proc.communicate(timeout=60)

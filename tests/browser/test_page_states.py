@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 from fixture_server import SECRET_JWT, SECRET_KEY, FixtureSite, Reply
-from web_support import FAST, Events, needs_browser
+from web_support import FAST, Events, needs_browser, web_options
 
+from xclaw.browser import BrowserManager
 from xclaw.core.errors import EndRun, ModelRequestRejected, ModelUnavailable, ProtocolViolation
 from xclaw.dirs import data_dir
-from xclaw.models.chatgpt_web import ADAPTER_VERSION, AuthState, Takeover
+from xclaw.models.chatgpt_web import ADAPTER_VERSION, AuthState, ChatGPTWebTransport, Takeover
 
 pytestmark = [needs_browser, pytest.mark.asyncio(loop_scope="module")]
 
@@ -256,3 +257,43 @@ async def test_an_action_bar_without_a_copy_button_ends_the_turn_and_the_dom_is_
     transport = make_transport_2026(on_event=events, timeouts=dataclasses.replace(FAST, quiet_s=30))
     assert await transport.send("bonjour") == "Lu depuis la page, sans bouton copier."
     assert events.of("conversation.reply_read")[0]["source"] == "dom"
+
+
+async def test_a_takeover_answered_remotely_presses_the_pages_retry_or_pauses_on_stop(
+    site: FixtureSite, shared_browser: BrowserManager
+) -> None:
+    """As under `xclaw serve` (a surface answers from elsewhere, the browser is headless): the
+    2025 page's Retry button sits in its error banner (found by structure); Stop pauses;
+    nobody to ask fails at once as in the CLI."""
+    answers: list[str | None] = ["retry", "stop", None]
+    asked: list[Takeover] = []
+
+    def person(takeover: Takeover) -> Any:
+        asked.append(takeover)
+        answer = answers.pop(0)
+        if answer is None:
+            return None  # nobody connected
+
+        async def answered() -> str:
+            return answer
+
+        return answered()
+
+    events = Events()
+    options = web_options(site, headless_takeover="fail")  # what users get
+    transport = ChatGPTWebTransport(
+        options, manager=shared_browser, on_takeover=person, on_event=events,
+        remote_takeover=lambda: True,
+    )  # fmt: skip
+    site.queue(Reply("Finished after Retry.", error="Etwas ist schiefgelaufen."))
+    assert await transport.send("first") == "Finished after Retry."
+    [offer] = events.of("browser.takeover_required")
+    assert offer["id"] == asked[0].id and offer["remote"] is True
+    assert offer["screenshot"].startswith("data:image/jpeg;base64,")
+    assert len(site.posted) == 1  # Retry played it again: not posted twice
+    for reply, code in (("Stopped.", "WEB_TAKEOVER_STOPPED"), ("Nobody.", "WEB_TAKEOVER_HEADLESS")):
+        site.queue(Reply(reply * 20, error="Etwas ist schiefgelaufen."))
+        with pytest.raises((EndRun, ModelRequestRejected)) as caught:
+            await transport.send(f"then {code}")
+        assert caught.value.code == code and "schiefgelaufen" in caught.value.message
+    assert isinstance(caught.value, ModelRequestRejected) and len(asked) == 3

@@ -8,6 +8,7 @@ from xclaw.core.errors import ConfigError
 from xclaw.models.chatgpt_web.completion import CompletionGate, TurnSnapshot
 from xclaw.models.chatgpt_web.modes import (
     MenuItem,
+    ModeSelection,
     choose_mode,
     current_mode,
     match_score,
@@ -154,6 +155,16 @@ def test_the_2026_effort_controls_are_not_modes_once_filtered() -> None:
     ]
     choice = choose_mode("pro", rows)
     assert choice.item == rows[1] and choice.reason == "rate_limited_fallback"
+
+
+def test_a_fallback_the_menu_cannot_confirm_says_so() -> None:
+    confirmed = ModeSelection("pro", "gpt-5-thinking", "rate_limited_fallback")
+    unsure = ModeSelection("pro", "gpt-5-thinking", "rate_limited_fallback", confirmed=False)
+    assert confirmed.warning is not None and "not confirmed" not in confirmed.warning
+    assert unsure.warning == (
+        "'pro' is disabled (rate-limited); using gpt-5-thinking, the mode before it in the "
+        "menu. The menu does not show which mode is active, so this is not confirmed."
+    )
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,15 @@ import asyncio
 import os
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixture_server import FixtureSite, Reply
-from web_support import Events, needs_browser, web_options
+from web_support import FAST, Events, needs_browser, web_options
 
+from xclaw.core.errors import EndRun
 from xclaw.models.chatgpt_web import ChatGPTWebTransport
 from xclaw.models.text.model import TextProtocolModel
 
@@ -88,5 +91,42 @@ async def test_a_resume_reopens_the_saved_conversation(site: FixtureSite, tmp_pa
         assert await model.transport.send("second") == "Second answer, same chat."
         assert resumed.conversation_url == saved
         assert site.posted[0]["conversation_id"] == site.posted[1]["conversation_id"]
+    finally:
+        await resumed.aclose()
+
+
+async def test_a_message_a_paused_run_posted_is_awaited_by_a_new_process_not_posted_again(
+    site: FixtureSite, tmp_path: Path
+) -> None:
+    """What a resume does (``coding.conversation`` keeps ``posted_unread`` with the session):
+    the new transport reopens the chat, is told the message is there, and reads its reply."""
+    profile = tmp_path / "profile"
+    site.queue(Reply("The slow answer, finished later.", endless=True))
+    reported: list[dict[str, Any] | None] = []
+    first = ChatGPTWebTransport(web_options(site, profile, timeouts=replace(FAST, turn_s=0.6)))
+    first.on_posted = reported.append
+    try:
+        with pytest.raises(EndRun) as caught:
+            await first.send("a message")
+        assert caught.value.code == "WEB_TURN_TIMEOUT"
+        url = first.conversation_url
+    finally:
+        await first.aclose()
+    assert reported[0] is None  # posted before the site gave the chat a URL
+    posted = reported[-1]
+    assert posted == {"url": url, "assistant_turns": 0, "user_turns": 0}
+    site.finish_streams()
+    resumed = ChatGPTWebTransport(web_options(site, profile))
+    try:
+        assert url is not None and posted is not None
+        await resumed.open_conversation(url)
+        assert not resumed.expect_posted({**posted, "url": site.url + "c/another"})
+        assert not resumed.expect_posted({**posted, "user_turns": True})
+        assert not resumed.expect_posted({**posted, "assistant_turns": -1})
+        assert resumed.expect_posted(posted)
+        assert await resumed.send("the same message, worded anew") == (
+            "The slow answer, finished later."
+        )
+        assert [p["text"] for p in site.posted] == ["a message"]
     finally:
         await resumed.aclose()

@@ -67,7 +67,7 @@ def test_doctor_reports(root: Path) -> None:
 
 def test_demo_end_to_end(tmp_path: Path) -> None:
     target = tmp_path / "site"
-    result = CliRunner().invoke(app, ["demo", "--dir", str(target)])
+    result = CliRunner().invoke(app, ["demo", "-C", str(target)])
     assert result.exit_code == 0, result.output
     urls = re.findall(r"answered HTTP 200 at (http://127\.0\.0\.1:\d+/)", result.stdout)
     assert urls, result.stdout
@@ -82,13 +82,13 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
 
 def test_demo_refuses_a_non_empty_dir(root: Path) -> None:
     (root / "x").write_text("x")
-    result = CliRunner().invoke(app, ["demo", "--dir", str(root)])
+    result = CliRunner().invoke(app, ["demo", "--project", str(root)])
     assert result.exit_code == 2 and "DEMO_DIR_NOT_EMPTY" in result.stderr
 
 
 def test_demo_with_the_xml_protocol(tmp_path: Path) -> None:
     target = tmp_path / "site-xml"
-    result = CliRunner().invoke(app, ["demo", "--dir", str(target), "--protocol", "xml"])
+    result = CliRunner().invoke(app, ["demo", "-C", str(target), "--protocol", "xml"])
     assert result.exit_code == 0, result.output
     assert "rendered as XML text" in " ".join(result.stdout.split())
     assert re.search(r"answered HTTP 200 at http://127\.0\.0\.1:\d+/", result.stdout)

@@ -160,4 +160,4 @@ def test_error_messages_are_redacted_and_not_markup(tmp_path: Path) -> None:
     assert result.exit_code == 2
     printed = "".join(result.output.split())
     assert MARK not in printed
-    assert "CONFIG_INVALID" in printed and "[bold]repo/DB_PASSWORD=[REDACTED]" in printed
+    assert "PROJECT_NOT_FOUND" in printed and "[bold]repo/DB_PASSWORD=[REDACTED]" in printed

@@ -55,12 +55,18 @@ class Built:
 def built(monkeypatch: pytest.MonkeyPatch) -> Built:
     record = Built()
 
-    def fake(requested: str, *, options: BwrapOptions, hidden: tuple[Path, ...]) -> SandboxChoice:
+    def fake_local(
+        requested: str, *, options: BwrapOptions, hidden: tuple[Path, ...]
+    ) -> tuple[HostSandbox, str]:
         options.hidden = hidden or options.hidden
         record.calls.append((requested, options))
-        return SandboxChoice(HostSandbox(options.env_passthrough, "test"))
+        return HostSandbox(options.env_passthrough, "test"), ""
+
+    def fake(requested: str, *, options: BwrapOptions, hidden: tuple[Path, ...]) -> SandboxChoice:
+        return SandboxChoice(fake_local(requested, options=options, hidden=hidden)[0])
 
     monkeypatch.setattr("xclaw.sandbox.resolve.make_sandbox", fake)
+    monkeypatch.setattr("xclaw.sandbox.resolve.make_local_sandbox", fake_local)
     for name in ("XCLAW_SANDBOX", "AGENT_RUN_UID", "AGENT_RUN_GID"):
         monkeypatch.delenv(name, raising=False)
     return record
@@ -145,10 +151,12 @@ def test_bad_files_are_config_errors(root: Path) -> None:
     (root / "xclaw.yaml").write_bytes(b"model: \xff\xfe\n")
     with pytest.raises(ConfigError) as err:
         load_config(root)
-    assert err.value.code == "CONFIG_INVALID"
+    assert err.value.code == "CONFIG_YAML_INVALID"
+    assert err.value.message.startswith(f"{root / 'xclaw.yaml'}:1:8: the file is not UTF-8")
     (root / "xclaw.yaml").write_text("- a list\n")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError) as err:
         load_config(root)
+    assert err.value.code == "CONFIG_NOT_MAPPING"
 
 
 # -- the schema marks ---------------------------------------------------------------------
@@ -226,7 +234,7 @@ def test_session_options_carry_the_users_settings_and_hide_xclaws_dirs(
 def test_the_mode_is_flag_then_environment_then_config(
     root: Path, built: Built, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from xclaw.sandbox.resolve import session_sandbox
+    from xclaw.sandbox.resolve import local_sandbox, session_sandbox
 
     (root / "xclaw.yaml").write_text("sandbox:\n  mode: bwrap\n")
     cfg = load_config(root)
@@ -234,7 +242,7 @@ def test_the_mode_is_flag_then_environment_then_config(
     monkeypatch.setenv("XCLAW_SANDBOX", "full")
     session_sandbox(cfg)
     session_sandbox(cfg, "host")
-    session_sandbox(cfg, local=True)  # a caller that starts programs itself stays local
+    local_sandbox(cfg)  # a caller that starts programs itself stays local
     assert [requested for requested, _ in built.calls] == ["bwrap", "full", "host", "auto"]
 
 
@@ -245,11 +253,12 @@ def test_tools_call_honours_agent_run_uid(
 
     monkeypatch.setenv("AGENT_RUN_UID", "4321")
     (root / "a.txt").write_text("hello\n")
-    result = _run(call_once("fs.read", {"path": "a.txt"}, root, ModeApprover("deny")))
+    deny, cfg = ModeApprover("deny"), load_config(root)
+    result = _run(call_once("fs.read", {"path": "a.txt"}, root, deny, config=cfg))
     assert result.ok, result
     assert built.options.run_as == (4321, 4321)
     monkeypatch.setenv("AGENT_RUN_GID", "4322")
-    _run(call_once("fs.read", {"path": "a.txt"}, root, ModeApprover("deny"), "bwrap"))
+    _run(call_once("fs.read", {"path": "a.txt"}, root, deny, "bwrap", config=load_config(root)))
     assert built.calls[-1][0] == "bwrap" and built.options.run_as == (4321, 4322)
 
 
@@ -286,11 +295,12 @@ def test_mcp_serve_gets_the_users_read_only_paths(
 def test_the_mcp_tool_service_and_a_bare_workspace_use_the_users_config(
     root: Path, built: Built
 ) -> None:
+    from xclaw.coding.toolset import coding_registry
     from xclaw.mcp.serve import ToolService
     from xclaw.tools.base import Workspace
 
     write_user(USER)
-    service = ToolService(root)
+    service = ToolService(root, registry=coding_registry())
     service.workspace.get_sandbox()
     _run(service.aclose())
     assert built.options.read_only_paths == (Path("/opt/user-docs"),)

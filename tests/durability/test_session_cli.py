@@ -85,15 +85,23 @@ def test_sessions_lists_and_filters(three_sessions: dict[str, tuple[Path, Sessio
         assert out.exit_code == 0, out.output
         return {name for name, sid in ids.items() if sid in out.stdout}
 
-    assert only("--state", "paused") == {"beta"}
+    # Users see a run's words for the stored states: success is completed, paused interrupted.
+    assert only("--state", "interrupted") == {"beta"}
+    assert only("--state", "completed") == {"alpha"}
     assert only("--state", "failed") == {"gamma"}
+    row = next(line for line in everything.stdout.splitlines() if ids["alpha"] in line)
+    assert "completed" in row and "success" not in row and "COMPLETED" not in row
     assert only("-C", str(three_sessions["alpha"][0])) == {"alpha"}
     assert only("--search", "GAMMA TASK") == {"gamma"}
     assert only("--limit", "1") == {"gamma"}
     assert only("--state", "running") == set()
     assert "no sessions" in cli("sessions", "--state", "running").stdout
-    bad = cli("sessions", "--state", "sleeping")
-    assert bad.exit_code == 2 and "state must be" in bad.output
+    for wrong in ("sleeping", "success", "paused"):  # the stored words are not the users'
+        bad = cli("sessions", "--state", wrong)
+        assert bad.exit_code == 2 and bad.stderr.startswith("USAGE_INVALID: ")
+        assert f"'{wrong}' is not one of 'init', 'running', 'interrupted', 'completed'" in (
+            " ".join(bad.stderr.split())
+        )
 
 
 def test_status_shows_the_current_session(
@@ -103,7 +111,8 @@ def test_status_shows_the_current_session(
     out = cli("status", "-C", str(root))
     assert out.exit_code == 0, out.output
     first = out.stdout.splitlines()[0]
-    assert beta.id in first and "paused" in first and "phase PAUSED" in first
+    assert beta.id in first and "interrupted" in first
+    assert "paused" not in first and "PAUSED" not in first
     assert "task: beta task" in out.stdout and "LIMIT_TURNS" in out.stdout
     empty = new_root(tmp_path, "empty")
     none = cli("status", "-C", str(empty))
@@ -143,6 +152,28 @@ def test_export_to_a_file(
     assert to_stdout.stdout.splitlines() == lines
 
 
+def test_a_codex_export_into_a_sessions_dir_is_named_as_codex_lists_it(
+    three_sessions: dict[str, tuple[Path, SessionRecord]], tmp_path: Path
+) -> None:
+    _, alpha = three_sessions["alpha"]
+    sessions = tmp_path / "codex-home" / "sessions"
+    sessions.mkdir(parents=True)
+    out = cli("export", alpha.id, "--format", "codex", "-o", str(sessions))
+    assert out.exit_code == 0, out.output
+    (written,) = sessions.glob("*/*/*/rollout-*.jsonl")
+    lines = written.read_text().splitlines()
+    meta = json.loads(lines[0])
+    assert meta["type"] == "session_meta"
+    assert written.name.endswith(f"-{meta['payload']['id']}.jsonl")
+    assert any(
+        json.loads(line)["type"] == "event_msg"
+        and json.loads(line)["payload"]["type"] == "user_message"
+        for line in lines[1:10]
+    )
+    plain = cli("export", alpha.id, "--format", "jsonl", "-o", str(tmp_path))
+    assert plain.exit_code == 0 and (tmp_path / f"{alpha.id}.jsonl").is_file()
+
+
 def test_unknown_ids_and_steps_are_coded(
     three_sessions: dict[str, tuple[Path, SessionRecord]],
 ) -> None:
@@ -164,7 +195,8 @@ def test_unknown_ids_and_steps_are_coded(
         assert out.stderr.startswith(f"STEP_NOT_FOUND: Session {alpha.id} has no step"), args
         assert f"xclaw steps {alpha.id}" in out.stderr
     bad_format = cli("export", alpha.id, "--format", "html")
-    assert bad_format.exit_code == 2 and "format must be" in bad_format.output
+    assert bad_format.exit_code == 2 and bad_format.stderr.startswith("USAGE_INVALID: ")
+    assert "'html' is not one of 'codex', 'claude-code', 'jsonl'" in bad_format.stderr
     clash = cli("resume", alpha.id, "--retry-interrupted", "--skip-interrupted")
     assert clash.exit_code == 2 and "Choose one of" in clash.stderr
 
@@ -240,7 +272,7 @@ def test_status_shows_processes_left_by_a_killed_run(tmp_path: Path, mode: str) 
             _wait_for(lambda: not _pids_in(root), 10)
         assert out.exit_code == 0, out.output
         assert session.id in out.stdout and "running" in out.stdout
-        assert "phase EXECUTING" in out.stdout
+        assert "running · executing ·" in out.stdout  # the phase, as users read it
         named = f"process proc_01 pid {server_pid}" in out.stdout
         assert named is (mode == "host")
     finally:

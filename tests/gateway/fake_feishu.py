@@ -1,4 +1,7 @@
-"""A fake Feishu Open API (tenant token, reply, send) on loopback, and signed callbacks."""
+"""A fake Feishu Open API (tenant token, bot info, reply, send) on loopback, and signed
+callbacks: direct (``p2p``) chats and group chats whose members are told apart by their
+``open_id``, with the ``@_user_N`` mention placeholders Feishu puts in group texts. With
+``strict`` a reply must name a message the fake delivered (Feishu: no such message)."""
 
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ APP_SECRET = "app-secret-0123456789-feishu"
 VERIFICATION_TOKEN = "verify-token-abcdef-feishu"
 ENCRYPT_KEY = "encrypt-key-zyxwvu-feishu"
 TENANT_TOKEN = "t-tenant-token-9876543210-feishu"
+BOT_OPEN_ID = "ou_bot0000000000000000000000000001"
 
 
 @dataclass
@@ -41,6 +45,40 @@ class FakeFeishu:
     sent: list[Sent] = field(default_factory=list)
     token_calls: int = 0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    strict: bool = False
+    delivered: set[str] = field(default_factory=set)  # message ids of events the fake made
+    bot_info_calls: int = 0
+    bot_info_code: int = 0  # non-zero: bot info is refused (an app without the bot ability)
+
+    def group_message(
+        self,
+        chat_id: str,
+        sender: str,
+        text: str,
+        *,
+        mention_bot: bool = True,
+        mention: str | None = None,
+        message_id: str | None = None,
+    ) -> dict[str, Any]:
+        """A group member's message as Feishu delivers it: ``@_user_N`` placeholders in the
+        text for the bot (and ``mention``, another member), the sender's open_id."""
+        who = [BOT_OPEN_ID] if mention_bot else []
+        who += [mention] if mention is not None else []
+        mentions: list[dict[str, Any]] = [
+            {"key": f"@_user_{n}", "id": {"open_id": open_id}, "name": f"user {n}"}
+            for n, open_id in enumerate(who, 1)
+        ]
+        keys = " ".join(m["key"] for m in mentions)
+        event = message_event(
+            chat_id,
+            f"{keys} {text}".strip(),
+            message_id=message_id,
+            chat_type="group",
+            sender_open_id=sender,
+            mentions=mentions,
+        )
+        self.delivered.add(event["event"]["message"]["message_id"])
+        return event
 
     def app(self) -> FastAPI:
         app = FastAPI()
@@ -55,8 +93,20 @@ class FakeFeishu:
                 {"code": 0, "msg": "ok", "tenant_access_token": TENANT_TOKEN, "expire": 7200}
             )
 
+        @app.get("/open-apis/bot/v3/info")
+        async def bot_info(request: Request) -> JSONResponse:
+            if request.headers.get("authorization") != f"Bearer {TENANT_TOKEN}":
+                return JSONResponse({"code": 99991663, "msg": "invalid token"}, status_code=400)
+            self.bot_info_calls += 1
+            if self.bot_info_code:
+                return JSONResponse({"code": self.bot_info_code, "msg": "bot ability disabled"})
+            bot = {"activate_status": 2, "app_name": "xclaw", "open_id": BOT_OPEN_ID}
+            return JSONResponse({"code": 0, "msg": "ok", "bot": bot})
+
         @app.post("/open-apis/im/v1/messages/{message_id}/reply")
         async def reply(message_id: str, request: Request) -> JSONResponse:
+            if self.strict and message_id not in self.delivered:
+                return JSONResponse({"code": 230011, "msg": "message not found"}, 400)
             return await self._record(request, "reply", message_id)
 
         @app.post("/open-apis/im/v1/messages")
@@ -127,8 +177,21 @@ def message_event(
     event_id: str | None = None,
     sender_type: str = "user",
     token: str = VERIFICATION_TOKEN,
+    chat_type: str = "p2p",
+    sender_open_id: str | None = None,
+    mentions: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """An ``im.message.receive_v1`` callback (schema 2.0)."""
+    message: dict[str, Any] = {
+        "message_id": message_id or f"om_{uuid.uuid4().hex[:12]}",
+        "chat_id": chat_id,
+        "chat_type": chat_type,
+        "message_type": "text",
+        "content": json.dumps({"text": text}),
+    }
+    if mentions:
+        message["mentions"] = mentions
+    sender = {"open_id": sender_open_id or f"ou_{chat_id}"}
     return {
         "schema": "2.0",
         "header": {
@@ -140,14 +203,8 @@ def message_event(
             "tenant_key": "tenant",
         },
         "event": {
-            "sender": {"sender_id": {"open_id": f"ou_{chat_id}"}, "sender_type": sender_type},
-            "message": {
-                "message_id": message_id or f"om_{uuid.uuid4().hex[:12]}",
-                "chat_id": chat_id,
-                "chat_type": "p2p",
-                "message_type": "text",
-                "content": json.dumps({"text": text}),
-            },
+            "sender": {"sender_id": sender, "sender_type": sender_type},
+            "message": message,
         },
     }
 

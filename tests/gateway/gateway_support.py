@@ -41,7 +41,7 @@ def scripted_gateway(
 ) -> Gateway:
     """A gateway whose every session runs ``script`` with a scripted model, in host mode."""
 
-    def make_agent(bus: EventBus, approver: Approver) -> Agent:
+    def make_agent(bus: EventBus, approver: Approver, _origin: object) -> Agent:
         turns = script() if callable(script) else list(script)
         return Agent(
             ScriptedModel(turns),

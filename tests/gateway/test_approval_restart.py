@@ -11,87 +11,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from gateway_support import AUTH, serving
-from websockets.asyncio.client import ClientConnection, connect
+from serve_process import Frame, connect_to, frames_until, nothing_of, serve, stop
+from websockets.asyncio.client import connect
 
-from xclaw.gateway.auth import gateway_token_path
 from xclaw.gateway.server import GatewayServer
 from xclaw.store.sqlite import open_store
 
 pytestmark = pytest.mark.timeout(120)
 
-Frame = dict[str, Any]
 MARK = "approved-once-41"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _serve(root: Path, script: Path, log: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
-    argv = [sys.executable, "-m", "xclaw", "serve", "--port", str(port), "-C", str(root)]
-    argv += ["-m", f"scripted:{script}", "--sandbox", "host", "--no-memory"]
-    with log.open("ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=out, env={**os.environ, "NO_COLOR": "1"})
-    for _ in range(300):
-        assert proc.poll() is None, log.read_text()[-3000:]
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
-                return proc, port
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise AssertionError(f"xclaw serve never got ready: {log.read_text()[-3000:]}")
-
-
-async def _connect(port: int, session: str | None = None) -> tuple[ClientConnection, str]:
-    token = gateway_token_path().read_text().strip()
-    query = f"?session={session}" if session else ""
-    ws = await connect(
-        f"ws://127.0.0.1:{port}/ws{query}", additional_headers={"Authorization": f"Bearer {token}"}
-    )
-    first = json.loads(await asyncio.wait_for(ws.recv(), 10))
-    assert first["type"] == "session", first
-    return ws, str(first["sessionId"])
-
-
-async def _until(ws: ClientConnection, kind: str, wait: float = 20.0) -> list[Frame]:
-    frames: list[Frame] = []
-    while True:
-        frame = json.loads(await asyncio.wait_for(ws.recv(), wait))
-        frames.append(frame)
-        if frame["type"] == kind:
-            return frames
-
-
-async def _nothing_of(ws: ClientConnection, kind: str, wait: float = 1.5) -> None:
-    try:
-        while True:
-            frame = json.loads(await asyncio.wait_for(ws.recv(), wait))
-            assert frame["type"] != kind, frame
-    except TimeoutError:
-        return
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait(timeout=15)
+    return serve(root, log, "-m", f"scripted:{script}", "--sandbox", "host")
 
 
 def test_a_waiting_approval_is_offered_again_after_a_gateway_sigkill(
@@ -111,9 +51,9 @@ def test_a_waiting_approval_is_offered_again_after_a_gateway_sigkill(
     log = tmp_path / "serve.log"
 
     async def killed_while_asking(proc: subprocess.Popen[bytes], port: int) -> str:
-        ws, sid = await _connect(port)
+        ws, sid = await connect_to(port)
         await ws.send(json.dumps({"type": "message", "content": "append the mark"}))
-        frames = await _until(ws, "approval.request")
+        frames = await frames_until(ws, "approval.request")
         assert "sh" in frames[-1]["summary"]
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=15)
@@ -124,7 +64,7 @@ def test_a_waiting_approval_is_offered_again_after_a_gateway_sigkill(
     try:
         sid = asyncio.run(killed_while_asking(proc, port))
     finally:
-        _stop(proc)
+        stop(proc)
     with open_store() as store:
         record = store.get_session(sid)
         assert record is not None
@@ -132,19 +72,19 @@ def test_a_waiting_approval_is_offered_again_after_a_gateway_sigkill(
     assert not (root / "out.txt").exists()
 
     async def after_the_restart(port: int) -> list[Frame]:
-        ws, again = await _connect(port, sid)
+        ws, again = await connect_to(port, sid)
         assert again == sid
-        asked = await _until(ws, "approval.request")  # nothing was sent: offered on connect
+        asked = await frames_until(ws, "approval.request")  # nothing was sent: offered on connect
         request = asked[-1]
         await ws.send(
             json.dumps(
                 {"type": "approval.response", "requestId": request["requestId"], "answer": "once"}
             )
         )
-        done = await _until(ws, "reply")
+        done = await frames_until(ws, "reply")
         await ws.close()
-        later, _ = await _connect(port, sid)  # the answer was given: nothing is asked again
-        await _nothing_of(later, "approval.request")
+        later, _ = await connect_to(port, sid)  # the answer was given: nothing is asked again
+        await nothing_of(later, "approval.request")
         await later.close()
         return asked + done
 
@@ -152,7 +92,7 @@ def test_a_waiting_approval_is_offered_again_after_a_gateway_sigkill(
     try:
         frames = asyncio.run(after_the_restart(port))
     finally:
-        _stop(proc)
+        stop(proc)
     replies = [f for f in frames if f["type"] == "reply"]
     assert [(r["text"], r["status"]) for r in replies] == [("It ran.", "completed")]
     assert len([f for f in frames if f["type"] == "approval.request"]) == 1
@@ -200,7 +140,7 @@ def test_a_paused_decision_is_asked_on_connect_and_deny_skips_the_call(
         sid = sessions[0].id
         run.send_signal(signal.SIGKILL)  # the host-mode sleep outlives it, 8 s at most
     finally:
-        _stop(run)
+        stop(run)
     paused = subprocess.run(
         [*xclaw, "resume", sid], stdin=subprocess.DEVNULL, capture_output=True, timeout=120
     )
@@ -211,12 +151,12 @@ def test_a_paused_decision_is_asked_on_connect_and_deny_skips_the_call(
 
     async def open_it(server: GatewayServer) -> list[Frame]:
         ws = await connect(server.ws_url + f"?session={sid}", additional_headers=AUTH)
-        asked = await _until(ws, "approval.request")
+        asked = await frames_until(ws, "approval.request")
         request = asked[-1]
         assert "terminal.exec" in request["summary"]
         answer = {"type": "approval.response", "requestId": request["requestId"], "answer": "deny"}
         await ws.send(json.dumps(answer))
-        done = await _until(ws, "reply")
+        done = await frames_until(ws, "reply")
         await ws.close()
         return done
 

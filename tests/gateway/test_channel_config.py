@@ -70,7 +70,7 @@ class Recording(ChatAdapter):
     async def stop(self) -> None:
         self.log.append("stop")
 
-    async def send_text(self, peer: str, text: str) -> None:
+    async def send_text(self, peer: str, text: str, reply_to: str | None = None) -> None:
         self.log.append(f"{peer}: {text}")
 
 
@@ -86,3 +86,57 @@ def test_the_app_runs_its_channels_while_it_serves(tmp_path: Path) -> None:
         server.stop()
     assert log == ["start", "stop"]
     assert "recording" in gw.channels
+
+
+def test_channel_options_from_the_environment(tmp_path: Path) -> None:
+    from xclaw.gateway.channels.feishu import FeishuAdapter
+    from xclaw.gateway.channels.qq import QQAdapter
+    from xclaw.gateway.channels.telegram import TelegramAdapter
+
+    hook = "https://bot.example.com/tg"
+    env = {
+        **FULL,
+        "XCLAW_TELEGRAM_WEBHOOK_URL": hook,
+        "TELEGRAM_WEBHOOK_SECRET": "s3cret_token-1",
+        "XCLAW_QQ_GROUP_SCOPE": "group",
+        "XCLAW_QQ_PROACTIVE": "1",
+        "XCLAW_FEISHU_GROUP_SCOPE": "sender",
+        "XCLAW_FEISHU_GROUP_MENTION": "0",
+    }
+    tg, qq, fs = configured_channels(gateway(tmp_path), env)
+    assert isinstance(tg, TelegramAdapter) and tg.settings.mode == "webhook"
+    assert tg.settings.webhook_url == hook and hasattr(tg, "router")
+    assert isinstance(qq, QQAdapter) and qq.settings.group_scope == "group"
+    assert qq.settings.proactive and qq.settings.reply_budget == 5
+    assert isinstance(fs, FeishuAdapter) and fs.settings.group_scope == "sender"
+    assert not fs.settings.group_mention
+    # the defaults: polling (no webhook route), QQ members apart, Feishu groups by chat with @
+    tg, qq, fs = configured_channels(gateway(tmp_path), FULL)
+    assert isinstance(tg, TelegramAdapter) and tg.settings.mode == "polling"
+    assert not hasattr(tg, "router")
+    assert isinstance(qq, QQAdapter) and qq.settings.group_scope == "member"
+    assert not qq.settings.proactive and qq.settings.group_window == 300
+    assert isinstance(fs, FeishuAdapter) and fs.settings.group_scope == "chat"
+    assert fs.settings.group_mention
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({"XCLAW_TELEGRAM_MODE": "webhook"}, "XCLAW_TELEGRAM_WEBHOOK_URL"),
+        ({"XCLAW_TELEGRAM_WEBHOOK_URL": "http://bot.example.com/tg"}, "https://"),
+        ({"XCLAW_TELEGRAM_MODE": "push"}, "XCLAW_TELEGRAM_MODE"),
+        (
+            {"XCLAW_TELEGRAM_WEBHOOK_URL": "https://b.example", "TELEGRAM_WEBHOOK_SECRET": "a b"},
+            "TELEGRAM_WEBHOOK_SECRET",
+        ),
+        ({"XCLAW_QQ_GROUP_SCOPE": "everyone"}, "XCLAW_QQ_GROUP_SCOPE"),
+        ({"XCLAW_FEISHU_GROUP_MENTION": "maybe"}, "XCLAW_FEISHU_GROUP_MENTION"),
+    ],
+)
+def test_wrong_channel_options_are_refused_by_name(
+    tmp_path: Path, extra: dict[str, str], named: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        configured_channels(gateway(tmp_path), {**FULL, **extra})
+    assert named in str(err.value)

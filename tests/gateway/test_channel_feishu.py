@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -59,6 +60,9 @@ class Rig:
         encrypted: bool = False,
         timestamp: float | None = None,
     ) -> httpx.Response:
+        message = (payload.get("event") or {}).get("message") or {}
+        if "message_id" in message:  # Feishu made it: a reply to it is possible
+            self.fake.delivered.add(message["message_id"])
         if encrypted:
             payload = {"encrypt": encrypt(ENCRYPT_KEY, json.dumps(payload))}
         body = json.dumps(payload).encode()
@@ -71,10 +75,12 @@ class Rig:
 
 
 @asynccontextmanager
-async def rig(root: Path, script: list[Any], *, encrypt_key: str | None) -> AsyncIterator[Rig]:
+async def rig(
+    root: Path, script: list[Any], *, encrypt_key: str | None, **extra: Any
+) -> AsyncIterator[Rig]:
     store = open_store()
 
-    fake = FakeFeishu()
+    fake = FakeFeishu(strict=True)
     gateway = scripted_gateway(root, script, store)
     async with serve(fake.app()) as api_url:
         settings = FeishuSettings(
@@ -83,6 +89,7 @@ async def rig(root: Path, script: list[Any], *, encrypt_key: str | None) -> Asyn
             verification_token=SecretStr(VERIFICATION_TOKEN),
             encrypt_key=SecretStr(encrypt_key) if encrypt_key else None,
             base_url=api_url,
+            **extra,
         )
         adapter = FeishuAdapter(gateway, settings)
         await adapter.start()
@@ -176,3 +183,145 @@ async def test_token_mode_and_sending_to_a_chat(
     assert r.fake.sent[-1] == Sent("send", "oc_new", "a new message")
     for secret in SECRETS:
         assert secret not in caplog.text
+
+
+# -- groups: one session per chat, approvals bound to the member who asked -----------------
+GROUP, ALICE, BOB = "oc_group_7", "ou_alice_0001", "ou_bob_0002"
+
+
+def approve_id(text: str) -> str:
+    found = re.search(r"/approve ([0-9a-f]+)", text)
+    assert found is not None, text
+    return found.group(1)
+
+
+async def test_a_group_with_two_members_only_the_asker_approves(root: Path) -> None:
+    async with rig(root, [EXEC, "done for alice", "hello bob"], encrypt_key=None) as r:
+        chatter = r.fake.group_message(GROUP, BOB, "lunch?", mention_bot=False, message_id="om_0")
+        assert (await r.post(chatter, key=None)).status_code == 200  # not for the bot
+
+        asks = r.fake.group_message(GROUP, ALICE, "run it", message_id="om_1")
+        assert (await r.post(asks, key=None)).status_code == 200
+        await r.fake.wait_for(lambda sent: bool(to(sent, "om_1")))
+        prompt = to(r.fake.sent, "om_1")[0]
+        assert prompt.startswith(f'<at user_id="{ALICE}"></at> Approval needed')
+        assert "only the asker may answer" in prompt
+        rid = approve_id(prompt)
+
+        # Bob (no @ needed for a command) cannot approve Alice's command
+        bob_yes = r.fake.group_message(GROUP, BOB, f"/approve {rid}", mention_bot=False)
+        bob_yes["event"]["message"]["message_id"] = "om_2"
+        await r.post(bob_yes, key=None)
+        await r.fake.wait_for(lambda sent: bool(to(sent, "om_2")))
+        assert to(r.fake.sent, "om_2")[0].startswith("Error APPROVAL_NOT_YOURS")
+        bob_stop = r.fake.group_message(GROUP, BOB, "/stop", message_id="om_3")
+        await r.post(bob_stop, key=None)
+        await r.fake.wait_for(lambda sent: bool(to(sent, "om_3")))
+        assert to(r.fake.sent, "om_3")[0].startswith("Error STOP_NOT_YOURS")
+        assert not (root / "out.txt").exists()
+
+        # Bob's own task waits for Alice's turn (one session, one turn at a time)
+        bob_task = r.fake.group_message(GROUP, BOB, "say hello", message_id="om_4")
+        await r.post(bob_task, key=None)
+        await r.fake.wait_for(lambda sent: bool(to(sent, "om_4")))
+        await asyncio.sleep(0.2)
+        assert to(r.fake.sent, "om_4") == ["Queued: this runs after the task running now."]
+
+        alice_yes = r.fake.group_message(GROUP, ALICE, f"/approve {rid}", message_id="om_5")
+        await r.post(alice_yes, key=None)
+        await r.fake.wait_for(lambda sent: bool(to(sent, "om_5")) and len(to(sent, "om_4")) == 2)
+        session = r.adapter.session_for(GROUP)
+        sessions = {s.id for s in r.gateway.store.list_sessions(root=str(root))}
+
+    assert (root / "out.txt").read_text().strip() == MARK
+    assert to(r.fake.sent, "om_5") == ["done for alice"]
+    assert to(r.fake.sent, "om_4")[1:] == ["hello bob"]  # the answer to Bob's own message
+    assert to(r.fake.sent, "om_0") == []
+    assert sessions == {session}  # the group's members share one session
+    assert {s.kind for s in r.fake.sent} == {"reply"}
+    assert r.fake.bot_info_calls == 1  # the bot's open_id is asked once
+
+
+async def test_group_scope_sender_gives_each_member_a_session(root: Path) -> None:
+    async with rig(root, [EXEC, "done"], encrypt_key=None, group_scope="sender") as r:
+        await r.post(r.fake.group_message(GROUP, ALICE, "run it", message_id="om_1"), key=None)
+        await r.fake.wait_for(lambda sent: bool(to(sent, "om_1")))
+        rid = approve_id(to(r.fake.sent, "om_1")[0])
+        assert "only the asker" not in to(r.fake.sent, "om_1")[0]  # her own session
+
+        await r.post(
+            r.fake.group_message(GROUP, BOB, f"/approve {rid}", message_id="om_2"), key=None
+        )
+        await r.fake.wait_for(lambda sent: bool(to(sent, "om_2")))
+        assert to(r.fake.sent, "om_2") == ["Error APPROVAL_UNKNOWN: No such open question here."]
+
+        await r.post(
+            r.fake.group_message(GROUP, ALICE, f"/approve {rid}", message_id="om_3"), key=None
+        )
+        await r.fake.wait_for(lambda sent: bool(to(sent, "om_3")))
+        alice, bob = (
+            r.adapter.session_for(f"{GROUP}:{ALICE}"),
+            r.adapter.session_for(f"{GROUP}:{BOB}"),
+        )
+    assert to(r.fake.sent, "om_3") == ["done"]
+    assert alice != bob and alice != r.adapter.session_for(GROUP)
+
+
+async def test_without_the_bots_open_id_any_mention_counts(
+    root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with rig(root, ["hi all"], encrypt_key=None) as r:
+        r.fake.bot_info_code = 11205  # the bot info call is refused
+        no_at = r.fake.group_message(GROUP, ALICE, "hello", mention_bot=False, message_id="om_1")
+        await r.post(no_at, key=None)
+        assert r.gateway._live == {}
+        # without its own open_id the bot cannot tell whom an @ is for: any @ is taken
+        at_bob = r.fake.group_message(
+            GROUP, ALICE, "hello", mention_bot=False, mention=BOB, message_id="om_2"
+        )
+        await r.post(at_bob, key=None)
+        await r.fake.wait_for(lambda sent: bool(to(sent, "om_2")))
+    assert to(r.fake.sent, "om_2") == ["hi all"] and to(r.fake.sent, "om_1") == []
+    assert r.fake.bot_info_calls == 2  # asked again each time, until it answers
+    assert caplog.text.count("open_id is unknown") == 1
+
+
+async def test_a_turn_not_started_from_the_group_is_not_answered_there(root: Path) -> None:
+    """The owner opens the group's session in the web UI and runs a command there: its
+    approval reaches the group too, but no member may answer it, and members' tasks wait."""
+    from websockets.asyncio.client import connect
+
+    script = ["hello", EXEC, "web done", "bob's answer"]
+    async with rig(root, script, encrypt_key=None) as r:
+        await r.post(r.fake.group_message(GROUP, ALICE, "hi", message_id="om_1"), key=None)
+        await r.fake.wait_for(lambda sent: to(sent, "om_1") == ["hello"])
+        sid = r.adapter.session_for(GROUP)
+        ws_url = str(r.http.base_url).replace("http", "ws", 1) + f"/ws?session={sid}"
+        async with connect(
+            ws_url, additional_headers={"Authorization": "Bearer " + "t" * 32}
+        ) as ws:
+            assert json.loads(await ws.recv())["type"] == "session"
+            await ws.send(json.dumps({"type": "message", "content": "run it", "sessionId": sid}))
+            while (frame := json.loads(await ws.recv()))["type"] != "approval.request":
+                pass
+            rid = frame["requestId"]
+            await r.fake.wait_for(lambda sent: any(rid in s.text for s in sent))
+            yes = r.fake.group_message(GROUP, ALICE, f"/approve {rid}", message_id="om_2")
+            await r.post(yes, key=None)
+            await r.fake.wait_for(lambda sent: bool(to(sent, "om_2")))
+            assert "it was not asked from this chat" in to(r.fake.sent, "om_2")[0]
+            assert not (root / "out.txt").exists()
+
+            bob = r.fake.group_message(GROUP, BOB, "your turn", message_id="om_3")
+            await r.post(bob, key=None)
+            await r.fake.wait_for(lambda sent: bool(to(sent, "om_3")))
+            assert to(r.fake.sent, "om_3") == ["Queued: this runs after the task running now."]
+
+            answer = {"type": "approval.response", "requestId": rid, "answer": "once"}
+            await ws.send(json.dumps(answer))  # the web UI answers its own question
+            while (frame := json.loads(await ws.recv()))["type"] != "reply":
+                pass
+            assert frame["text"] == "web done"
+            await r.fake.wait_for(lambda sent: len(to(sent, "om_3")) == 2)
+    assert (root / "out.txt").read_text().strip() == MARK
+    assert to(r.fake.sent, "om_3")[1] == "bob's answer"

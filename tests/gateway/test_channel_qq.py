@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 from fake_qq import APP_ID, SECRET, FakeQQ, running
 from gateway_support import exec_turn, scripted_gateway
@@ -172,3 +173,127 @@ async def test_a_wrong_secret_logs_no_secret(root: Path, caplog: pytest.LogCaptu
         assert not fake.tokens and not fake.greetings
     assert "gateway connection failed" in caplog.text
     assert wrong not in caplog.text and SECRET not in caplog.text
+
+
+# -- QQ's passive-reply rules: 5 replies per message, within its window ------------------------
+SIX = "\n".join(f"part line {i:03d} " + "y" * 40 for i in range(200))  # 6 messages of <= 2000
+
+
+async def _token(fake: FakeQQ) -> str:
+    async with httpx.AsyncClient() as http:
+        got = await http.post(
+            f"{fake.base}/app/getAppAccessToken", json={"appId": APP_ID, "clientSecret": SECRET}
+        )
+    return str(got.json()["access_token"])
+
+
+async def test_the_fake_refuses_what_qq_refuses() -> None:
+    """The rules the adapter is held to: a 6th reply, a reply past the window, a proactive
+    message, a msg_seq used twice, a msg_id of another user."""
+    async with running(FakeQQ(group_window=0.3)) as fake, httpx.AsyncClient() as http:
+        auth = {"Authorization": f"QQBot {await _token(fake)}"}
+        mid = fake.c2c("erin-openid", "hi")
+
+        async def reply(path: str, **body: object) -> httpx.Response:
+            payload = {"content": "x", "msg_type": 0, **body}
+            return await http.post(f"{fake.base}{path}", json=payload, headers=auth)
+
+        to_erin = "/v2/users/erin-openid/messages"
+        assert [(await reply(to_erin, msg_id=mid, msg_seq=n)).status_code for n in range(1, 6)] == [
+            200
+        ] * 5
+        sixth = await reply(to_erin, msg_id=mid, msg_seq=6)
+        assert (sixth.status_code, sixth.json()["code"]) == (400, 22009)
+        again = fake.c2c("erin-openid", "again")
+        assert (await reply(to_erin, msg_id=again, msg_seq=1)).status_code == 200
+        assert (await reply(to_erin, msg_id=again, msg_seq=1)).status_code == 400  # same seq
+        assert (await reply("/v2/users/other/messages", msg_id=again, msg_seq=2)).status_code == 400
+        assert (await reply(to_erin)).status_code == 400  # proactive: gone since 2025-04-21
+        gid = fake.group("group-openid", "m1", "hello")
+        await asyncio.sleep(0.4)
+        late = await reply("/v2/groups/group-openid/messages", msg_id=gid, msg_seq=1)
+        assert late.status_code == 400 and "expired" in late.json()["message"]
+    assert len(fake.refused) == 5
+
+
+async def test_a_six_piece_reply_fits_qq_budget_and_the_rest_follows(root: Path) -> None:
+    async with running(FakeQQ()) as fake, qq_bot(root, [SIX], fake) as bot:
+        assert len(bot.pieces(SIX)) == 6
+        first = fake.c2c("alice-openid", "write a lot")
+        got = [await fake.reply() for _ in range(5)]
+        assert [(g.msg_id, g.msg_seq) for g in got] == [(first, n) for n in range(1, 6)]
+        notice = got[-1].content
+        assert "2 more parts" in notice and "/more" in notice
+        await asyncio.sleep(0.2)
+        assert fake.sent.empty() and fake.refused == []  # no 6th reply was even tried
+
+        # QQ lets a bot answer some events: what waits goes out on the first one
+        event = fake.event("C2C_MSG_RECEIVE", "alice-openid")
+        rest = [await fake.reply() for _ in range(2)]
+        assert [(r.msg_id, r.msg_seq) for r in rest] == [(event, 1), (event, 2)]
+        fake.c2c("alice-openid", "/more")
+        assert (await fake.reply()).content == "Nothing is waiting."
+    assert "".join(g.content for g in [*got[:4], *rest]) == SIX
+    assert fake.refused == []
+
+
+async def test_with_proactive_quota_the_rest_goes_proactively(root: Path) -> None:
+    fake = FakeQQ(proactive=4)
+    async with running(fake), qq_bot(root, [SIX], fake, proactive=True):
+        first = fake.c2c("alice-openid", "write a lot")
+        got = [await fake.reply() for _ in range(6)]
+    # four replies, then (no notice needed) the 5th part proactively and the 6th as the last reply
+    assert [(g.msg_id, g.msg_seq) for g in got] == [
+        *((first, n) for n in range(1, 5)),
+        (None, None),
+        (first, 5),
+    ]
+    assert "".join(g.content for g in got) == SIX and fake.refused == []
+
+
+async def test_a_slow_group_turn_says_so_in_time_and_answers_the_next_message(
+    root: Path,
+) -> None:
+    slow: dict[str, object] = {
+        "text": "Running it.",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "name": "terminal.exec",
+                "arguments": {"program": "sh", "argv": ["-c", "sleep 3; echo slow-done"]},
+            }
+        ],
+    }
+    fake = FakeQQ(group_window=2.0)  # QQ: 5 minutes; the adapter stops 0.5 s before
+    async with (
+        running(fake),
+        qq_bot(root, [slow, "It printed slow-done."], fake, group_window=2.0, reply_margin=0.5),
+    ):
+        fake.group("group-openid", "member-1", "run the slow one")
+        ask = await fake.reply()
+        match = re.search(r"/approve (\w+)", ask.content)
+        assert match is not None
+        answer = fake.group("group-openid", "member-1", f"/approve {match.group(1)}")
+        still = await fake.reply(wait=5)  # before the window of the answer closes
+        assert (still.msg_id, still.msg_seq) == (answer, 1)
+        assert "Still working" in still.content and "/more" in still.content
+        await asyncio.sleep(3.0)  # the turn ends after the window: nothing is tried
+        assert fake.sent.empty() and fake.refused == []
+
+        fake.group("group-openid", "member-2", "/more")  # another member: not theirs
+        assert (await fake.reply()).content == "Nothing is waiting."
+        more = fake.group("group-openid", "member-1", "/more")
+        result = await fake.reply()
+        assert (result.msg_id, result.content) == (more, "It printed slow-done.")
+    assert fake.refused == []
+
+
+async def test_a_part_qq_refuses_is_said_not_dropped_silently(root: Path) -> None:
+    reply = "Done.\n" + "z" * 1990 + "\nDocs: https://example.com/guide\n"
+    async with running(FakeQQ()) as fake, qq_bot(root, [reply], fake):
+        first = fake.c2c("alice-openid", "and the link?")
+        got = [await fake.reply() for _ in range(2)]
+    assert got[0].content.startswith("Done.")
+    assert "QQ refused a part of this reply" in got[1].content
+    assert "40034028" in got[1].content and (got[1].msg_id, got[1].msg_seq) == (first, 3)
+    assert [why for _sent, why in fake.refused] == ["url not allowed in content"]

@@ -10,13 +10,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from fake_telegram import FakeTelegram
+from fake_feishu import serve
+from fake_telegram import FakeTelegram, utf16_units
 from gateway_support import exec_turn, scripted_gateway
 from pydantic import SecretStr
 
-from xclaw.gateway.channels.telegram import TelegramAdapter, TelegramSettings
+from xclaw.gateway.auth import GatewayAuth
+from xclaw.gateway.channels.telegram import SECRET_HEADER, TelegramAdapter, TelegramSettings
 from xclaw.gateway.gateway import Gateway
+from xclaw.gateway.server import create_app
 from xclaw.store.sqlite import open_store
 
 pytestmark = pytest.mark.timeout(30)
@@ -36,10 +40,10 @@ async def telegram(
 
     gateway = scripted_gateway(root, script, store)
     async with FakeTelegram(TOKEN, max_wait=0.5) as fake:
-        settings = TelegramSettings(
-            bot_token=SecretStr(token), base_url=fake.base_url, poll_timeout=5
-        ).model_copy(update=settings)
-        adapter = TelegramAdapter(gateway, settings)
+        chosen = TelegramSettings(
+            bot_token=SecretStr(token), base_url=fake.base_url, poll_timeout=5, **settings
+        )
+        adapter = TelegramAdapter(gateway, chosen)
         try:
             yield fake, adapter, gateway
         finally:
@@ -127,3 +131,92 @@ def test_settings_keep_the_token_secret() -> None:
     settings = TelegramSettings(bot_token=SecretStr(TOKEN))
     assert settings.base_url == "https://api.telegram.org"
     assert TOKEN not in repr(settings) and TOKEN not in settings.model_dump_json()
+
+
+# -- webhooks: getUpdates answers 409 while one is set ------------------------------------------
+ELSEWHERE = {"url": "https://old-deployment.example/hook", "secret_token": ""}
+
+
+async def test_a_webhook_left_on_the_bot_is_deleted_once_and_polling_works(
+    root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    async with telegram(root, ["polled after all"], retry_delay=0.05) as (fake, adapter, _gw):
+        fake.webhook = dict(ELSEWHERE)
+        await adapter.start()
+        await fake.wait_call("deleteWebhook")
+        await fake.user_says(ALICE, "hello?")
+        assert await fake.wait_for(ALICE, "polled after all") == "polled after all"
+    assert fake.calls.count("deleteWebhook") == 1 and fake.webhook is None
+    first = fake.calls.index("getUpdates")
+    assert fake.calls[first + 1] == "deleteWebhook"  # right after the first 409, not retried
+    assert "deleting the webhook once" in caplog.text and "XCLAW_TELEGRAM_MODE" in caplog.text
+    assert adapter.failure is None
+
+
+async def test_a_webhook_set_again_stops_polling_with_a_code(
+    root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with telegram(root, ["unused"], retry_delay=0.05) as (fake, adapter, _gw):
+        fake.webhook = dict(ELSEWHERE)
+        fake.rearm_webhook = dict(ELSEWHERE)  # another deployment sets it back at once
+        await adapter.start()
+        assert adapter._poller is not None
+        await asyncio.wait_for(adapter._poller, 10)  # polling stopped by itself
+        polls = fake.calls.count("getUpdates")
+    assert adapter.failure is not None and adapter.failure.code == "TELEGRAM_WEBHOOK_ACTIVE"
+    assert "XCLAW_TELEGRAM_WEBHOOK_URL" in str(adapter.failure)
+    assert fake.calls.count("deleteWebhook") == 1  # not a fight over the bot
+    assert polls == 2  # the 409, the deleteWebhook, the 409 again: then no more
+    assert "TELEGRAM_WEBHOOK_ACTIVE" in caplog.text
+
+
+async def test_a_bot_in_webhook_mode(root: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with telegram(root, ["by webhook"], mode="webhook", webhook_url="https://x/") as (
+        fake,
+        adapter,
+        gateway,
+    ):
+        app = create_app(gateway, GatewayAuth("t" * 32), channels=[adapter])
+        async with serve(app) as url, httpx.AsyncClient(base_url=url) as http:
+            hook = url + adapter.settings.webhook_path
+            adapter.settings = adapter.settings.model_copy(update={"webhook_url": hook})
+            await adapter.start()  # setWebhook, with a secret of its own
+            assert fake.webhook is not None and fake.webhook["url"] == hook
+            secret = fake.webhook["secret_token"]
+            assert len(secret) >= 32
+
+            await fake.user_says(ALICE, "hello by webhook")
+            assert await fake.wait_for(ALICE, "by webhook") == "by webhook"
+
+            # what Telegram does not send is refused: no secret, a wrong one, not JSON
+            path = adapter.settings.webhook_path
+            update = {"update_id": 1, "message": {}}
+            wrong = {SECRET_HEADER: "not-the-secret"}
+            assert (await http.post(path, json=update)).status_code == 401
+            assert (await http.post(path, json=update, headers=wrong)).status_code == 401
+            right = {SECRET_HEADER: secret}
+            assert (await http.post(path, content=b"{", headers=right)).status_code == 400
+            big = b"[" + b"0," * (1 << 20) + b"0]"
+            assert (await http.post(path, content=big, headers=right)).status_code == 413
+            # Telegram's retry of an update already taken runs nothing twice
+            sent = fake.updates_sent[0]
+            assert (await http.post(path, json=sent, headers=right)).status_code == 200
+            await asyncio.sleep(0.3)
+    assert fake.texts_to(ALICE) == ["by webhook"]
+    assert "getUpdates" not in fake.calls
+    assert fake.deliveries == [200]
+    assert secret not in caplog.text and TOKEN not in caplog.text
+
+
+async def test_the_limit_is_counted_in_utf16_code_units(root: Path) -> None:
+    faces = "😀" * 3000  # 3,000 characters, 6,000 UTF-16 code units: over Telegram's 4,096
+    async with telegram(root, [faces]) as (fake, adapter, _gw):
+        await adapter.start()
+        await fake.user_says(ALICE, "smile")
+        await fake.wait_for(ALICE, "😀")
+        await adapter.channel_for(str(ALICE)).flushed()
+    pieces = fake.texts_to(ALICE)
+    assert len(pieces) == 2 and "".join(pieces) == faces
+    assert all(utf16_units(p) <= 4096 for p in pieces)

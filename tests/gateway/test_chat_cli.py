@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -54,7 +55,7 @@ def _chat(url: str, stdin: str, *extra: str, token: str | None = TOKEN) -> str:
 
 def test_chat_prints_deltas_and_asks_the_approval_here(root: Path) -> None:
     with serving(root, [EXEC, f"It printed {MARK}."]) as server:
-        out = _chat(server.ws_url, "run the check\no\n")
+        out = _chat(server.ws_url, "run the check\ny\n")
     assert "session cli-" in out
     assert "approve?" in out and "terminal.exec" in out
     assert f"It printed {MARK}." in out and "[completed]" in out
@@ -136,7 +137,7 @@ def test_ctrl_c_stops_the_turn_and_the_chat_goes_on(root: Path) -> None:
             env=env,
         )
         assert proc.stdin is not None
-        proc.stdin.write("wait\no\nnext\n")
+        proc.stdin.write("wait\ny\nnext\n")
         proc.stdin.flush()
         for _ in range(200):
             if (root / "started").exists():
@@ -148,3 +149,131 @@ def test_ctrl_c_stops_the_turn_and_the_chat_goes_on(root: Path) -> None:
     assert proc.returncode == 0, out + err
     assert "[stopping]" in out and "[interrupted]" in out
     assert "after the stop" in out
+
+
+# -- the prompt, Markdown, explicit answers, steps/rollback/fork/new ---------------------------
+REPLY_MD = f"""# Result
+
+- it printed **{MARK}**
+- nothing else
+
+```sh
+echo {MARK}
+```
+"""
+
+
+def test_a_prompt_markdown_and_an_answer_asked_again(root: Path) -> None:
+    with serving(root, [EXEC, REPLY_MD]) as server:
+        out = _chat(server.ws_url, "run the check\nmaybe\n\nY\n")
+    assert "you> run the check" in out  # the prompt, and the line read after it
+    assert out.count("approve [y/") == 3  # "maybe" and "" asked again; "Y" allowed it
+    assert "Please answer y" in out
+    assert "✓ terminal.exec" in out
+    # rendered, not raw: no heading marks, bullets, bold stars or code fences
+    assert "Result" in out and "# Result" not in out
+    assert f"• it printed {MARK}" in out and "**" not in out and "```" not in out
+    assert f"echo {MARK}" in out and "[completed]" in out
+
+
+def test_end_of_input_at_an_approval_denies(root: Path) -> None:
+    with serving(root, [EXEC, "Not run."]) as server:
+        out = _chat(server.ws_url, "run it\n")
+    assert "no answer (end of input): denied" in out and "APPROVAL_DENIED" in out
+    assert not (root / "out.txt").exists()
+
+
+def test_an_approval_settled_elsewhere_stops_asking(root: Path) -> None:
+    with serving(root, [EXEC, "Timed out.", "later"], approval_timeout=1.0) as server:
+        env = {**os.environ, "NO_COLOR": "1", "XCLAW_GATEWAY_TOKEN": TOKEN}
+        proc = subprocess.Popen(
+            [*XCLAW, "chat", "--url", server.ws_url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write("run it\n")
+        proc.stdin.flush()
+        time.sleep(3.0)  # no answer: the gateway denies after 1 s
+        out, err = proc.communicate("and now\n", timeout=20)
+    assert proc.returncode == 0, out + err
+    assert "(the question was settled elsewhere)" in out and "Timed out." in out
+    assert "you> and now" in out and "later" in out  # the next line is a message again
+    assert not (root / "out.txt").exists()
+
+
+def _messages(session_id: str) -> list[str]:
+    from xclaw.gateway.sessions import session_messages
+    from xclaw.store.sqlite import open_store
+
+    store = open_store()
+    try:
+        items = [i.payload for i in store.load_items(session_id)]
+    finally:
+        store.close()
+    return [m["text"] for m in session_messages(items) if m["role"] == "user"]
+
+
+def test_steps_rollback_fork_and_new_in_the_chat(root: Path) -> None:
+    lines = [
+        "hello",
+        "again",
+        "/steps",
+        "/rollback s0003",  # the second message's step: it and its answer go
+        "/steps",
+        "/fork s0002",  # the first answer: a new session with hello + answer 1
+        "third",
+        "/new",
+        "fourth",
+        "/rollback s9999",
+        "/rollback",
+        "/nonsense",
+        "//slash message",
+    ]
+    with serving(root, lambda: [f"answer {n}" for n in range(1, 6)]) as server:
+        out = _chat(server.ws_url, "\n".join(lines) + "\n")
+    first = out.split("session ", 1)[1].split()[0]
+    forked = re.search(r"forked \S+ at s0002: now in session (\S+)", out)
+    fresh = re.search(r"a new session: now in session (\S+)", out)
+    assert forked is not None and fresh is not None, out
+    assert len({first, forked.group(1), fresh.group(1)}) == 3
+    steps_tables = out.split("you> /steps")[1:]
+    assert "s0004" in steps_tables[0] and "user_input" in steps_tables[0]
+    assert "s0003" not in steps_tables[1].split("you>")[0]  # rolled back
+    assert f"rewound {first} to before s0003: removed 2 steps" in out
+    assert "error STEP_NOT_FOUND" in out and "usage: /rollback STEP" in out
+    assert "unknown command /nonsense" in out
+    assert _messages(first) == ["hello"]
+    assert _messages(forked.group(1)) == ["hello", "third"]
+    assert _messages(fresh.group(1)) == ["fourth", "/slash message"]
+    assert out.rstrip().endswith(f"continue with: xclaw chat --session {fresh.group(1)}")
+
+
+def test_steps_show_each_worker_under_the_step_that_started_it() -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from xclaw.cli.chat_cmd import _step_rows
+
+    steps = [
+        {"id": "s0001", "turn": 0, "kind": "user_input", "name": "user", "status": "completed"},
+        {"id": "s0003", "turn": 1, "kind": "tool_call", "name": "agents.delegate"},
+        {"id": "s0004", "turn": 2, "kind": "llm_call", "name": "lead", "status": "completed"},
+    ]
+    coder_steps = [{"id": "s0001", "turn": 1, "kind": "tool_call", "name": "deliver"}]
+    children = [
+        {"id": "web-1.coder-ab12", "worker": "coder", "state": "success", "step": "s0003"},
+    ]
+    children[0]["steps"] = coder_steps  # type: ignore[assignment]
+    table = Table("step", "turn", "kind", "name", "status")
+    _step_rows(table, steps, children, "")
+    console = Console(width=120, record=True)
+    console.print(table)
+    lines = [line for line in console.export_text().splitlines() if "s000" in line or "└" in line]
+    assert ["s0001" in lines[0], "s0003" in lines[1]] == [True, True]
+    assert "└ coder-ab12" in lines[2] and "coder" in lines[2] and "success" in lines[2]
+    assert "  s0001" in lines[3] and "deliver" in lines[3]  # the worker's own step, indented
+    assert "s0004" in lines[4]  # the parent's next step comes after the worker

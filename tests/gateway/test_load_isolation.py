@@ -49,7 +49,7 @@ def server(root: Path) -> Iterator[GatewayServer]:
     (root / "notes.txt").write_text("notes\n")
     store = open_store()
 
-    def make_agent(bus: EventBus, approver: Approver) -> Agent:
+    def make_agent(bus: EventBus, approver: Approver, _origin: object) -> Agent:
         return Agent(
             FunctionModel(echo_turn),
             root,
@@ -108,7 +108,7 @@ def test_a_new_session_never_reuses_a_live_or_recorded_id(
     try:
         record = SessionRecord("recorded", str(root), "t", "m", "success", "DONE", 1.0, 1.0)
         store.commit(WriteBatch("recorded", create=record))
-        gateway = Gateway(lambda bus, approver: None, store, workdir=root)  # type: ignore[arg-type,return-value]
+        gateway = Gateway(lambda bus, approver, origin: None, store, workdir=root)  # type: ignore[arg-type,return-value]
         ids = iter(["taken-live", "taken-live", "recorded", "fresh"])
         monkeypatch.setattr("xclaw.gateway.gateway.new_web_session_id", lambda: next(ids))
         first = gateway.open_session("web", "caller-a")

@@ -60,7 +60,7 @@ async def serving(root: Path, script: Script) -> AsyncIterator[GatewayServer]:
     """G1's real gateway on a free loopback port; every session's agent runs ``script``."""
     store = open_store()
 
-    def make_agent(bus: EventBus, approver: Approver) -> Agent:
+    def make_agent(bus: EventBus, approver: Approver, _origin: object) -> Agent:
         model = ScriptedModel(script)
         # host mode: inline code in `sh -c` asks whatever sandbox this machine has
         host = HostSandbox(reason="chosen")
@@ -158,7 +158,7 @@ async def test_chat_approve_reload(root: Path) -> None:
         await expect(page.locator("#step-tree")).to_contain_text("terminal.exec")
 
         # fork from the tool call's step: the new session opens with the history up to it
-        name = page.locator(".step-name", has_text="tool_call terminal.exec")
+        name = page.locator(".step-name", has_text="Tool: terminal.exec")
         step_id = await name.evaluate("n => n.parentElement.dataset.stepId")
         tool_step = f'li.step[data-step-id="{step_id}"]'
         await page.locator(f"{tool_step} > .step-actions > .step-fork").click()

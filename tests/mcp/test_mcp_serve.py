@@ -12,7 +12,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from typer.testing import CliRunner
 
+from xclaw.cli.app import app as root_app
 from xclaw.cli.mcp_cmd import app
+from xclaw.coding.toolset import coding_registry
 from xclaw.core.errors import ConfigError
 from xclaw.mcp.serve import ServedNames, ToolService
 from xclaw.mcp.settings import serve_settings, user_servers
@@ -98,8 +100,9 @@ async def test_dotted_names_come_from_the_config_and_the_flag_wins(root: Path) -
 
 def test_a_bad_name_setting_is_refused_before_serving(root: Path) -> None:
     runner = CliRunner()
-    flag = runner.invoke(app, ["serve", "-C", str(root), "--tool-names", "slash"])
-    assert flag.exit_code == 2 and "--tool-names must be underscore or dotted" in flag.output
+    flag = runner.invoke(root_app, ["mcp", "serve", "-C", str(root), "--tool-names", "slash"])
+    assert flag.exit_code == 2 and flag.output.startswith("USAGE_INVALID: ")
+    assert "'slash' is not one of 'underscore', 'dotted'" in flag.output
     user_config("mcp:\n  serve:\n    tool_names: camel\n")
     config = runner.invoke(app, ["serve", "-C", str(root)])
     assert config.exit_code == 2 and "MCP_CONFIG_INVALID" in config.output
@@ -142,7 +145,7 @@ def test_served_names_map_back_and_the_default_is_spec_safe() -> None:
 
 
 async def test_an_unknown_name_is_answered_with_the_served_names(root: Path) -> None:
-    service = ToolService(root)
+    service = ToolService(root, registry=coding_registry())
     try:
         result = await service.call("fs.nope", {})
         assert result.error_code == "TOOL_NOT_FOUND" and "fs_read" in (result.hint or "")
@@ -153,7 +156,7 @@ async def test_an_unknown_name_is_answered_with_the_served_names(root: Path) -> 
 
 async def test_approval_allow_lets_asking_calls_run_but_never_denied_ones(root: Path) -> None:
     outside = project(root)
-    service = ToolService(root, "allow")
+    service = ToolService(root, "allow", registry=coding_registry())
     try:
         away = await service.call("fs_read", {"path": str(outside)})
         assert away.ok and "secret-ish" in away.data["content"]

@@ -20,6 +20,7 @@ from xclaw.memory.base import MemoryScopes, Scope
 from xclaw.memory.runtime import open_memory
 from xclaw.memory.settings import MemoryConfig, memory_dir
 from xclaw.models.scripted import ScriptedModel
+from xclaw.tools.base import ToolContext, Workspace
 
 ALICE = Scope("user", "alice")
 A_FACT = "This conversation is about ticket ABC-123: the login page times out."
@@ -84,3 +85,20 @@ def test_run_memory_saves_to_the_runs_session(root: Path, tmp_path: Path) -> Non
         db.close()
     session = json.loads(metadata)["session_id"]
     assert session and scope == f"session:{session}" and kind == "fact"
+
+
+async def test_the_session_comes_from_the_call_not_from_an_earlier_model_call(
+    open_sqlite: StoreFactory, root: Path
+) -> None:
+    # A resume settles a cut-off ``memory.save`` before any model call of the new process:
+    # the call's own context names its session, no hook has to have run first.
+    store = open_sqlite()
+    memory = open_memory(NO_EXTRACT, MemoryScopes(ALICE), store=store, warm_up=False)
+    save = next(t for t in memory.tools() if t.name == "memory.save")
+    ctx = ToolContext(Workspace(root), lambda _stream, _text: None, "c1", session_id="chat-z")
+    result = await save.fn(ctx, text=A_FACT, scope="session", kind="fact")
+    assert result.ok, result
+    assert result.data["scope"] == "session:chat-z"
+    outside = ToolContext(Workspace(root), lambda _stream, _text: None, "c2")
+    refused = await save.fn(outside, text=B_FACT, scope="session", kind="fact")
+    assert not refused.ok and refused.error_code == "MEMORY_SCOPE_UNAVAILABLE"

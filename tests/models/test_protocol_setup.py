@@ -14,7 +14,7 @@ from wire_server import WireServer
 
 from xclaw import Agent
 from xclaw.cli.app import app
-from xclaw.config import ModelSettings
+from xclaw.config import ModelSettings, load_config
 from xclaw.core.errors import ConfigError
 from xclaw.core.model import Model
 from xclaw.models.compact import compact_spec
@@ -40,7 +40,15 @@ def member(model: Model) -> Model:
 
 
 def resolve(wire: WireServer, root: Path, **kwargs: Any) -> Model:
-    return resolve_model("openai-compatible:m", base_url=wire.url, env=ENV, project=root, **kwargs)
+    settings = load_config(root).models  # the caller's resolved configuration
+    return resolve_model(
+        "openai-compatible:m",
+        base_url=wire.url,
+        env=ENV,
+        project=root,
+        model_settings=settings,
+        **kwargs,
+    )
 
 
 # ------------------------------------------------------------------------------ wiring
@@ -253,7 +261,8 @@ def test_run_takes_protocol_and_refuses_an_unknown_one(wire: WireServer, root: P
         + ["--protocol", "yaml", "task"],
         env={"XCLAW_API_KEY": "k"},
     )
-    assert out.exit_code == 2 and "PROTOCOL_UNKNOWN" in out.stderr
+    assert out.exit_code == 2 and out.stderr.startswith("USAGE_INVALID: ")
+    assert "'yaml' is not one of 'native', 'xml', 'auto'" in out.stderr  # before any model
     wire.add_sse(xml_reply(render_reply(True, "Nothing to do.")))
     out = CliRunner().invoke(
         app,

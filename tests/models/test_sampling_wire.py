@@ -32,10 +32,14 @@ async def _ask(model: Model, *, tools: bool = True, **settings: Any) -> None:
 
 
 def _resolve(spec: str, wire: WireServer, root: Path, **kwargs: Any) -> Model:
+    from xclaw.config import load_config
     from xclaw.models.resolve import resolve_model
 
     env = {"XCLAW_API_KEY": "k", "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
-    return resolve_model(spec, base_url=wire.url, env=env, project=root, **kwargs)
+    settings = load_config(root).models  # the caller's resolved configuration
+    return resolve_model(
+        spec, base_url=wire.url, env=env, project=root, model_settings=settings, **kwargs
+    )
 
 
 async def test_chat_completions_get_every_setting(wire: WireServer, root: Path) -> None:

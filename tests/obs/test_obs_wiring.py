@@ -42,7 +42,8 @@ def test_run_bad_trace_value_is_refused(root: Path, tmp_path: Path) -> None:
     script.write_text(SCRIPT)
     argv = ["run", "-C", str(root), "--model", f"scripted:{script}", "--trace", "xml", "go"]
     result = CliRunner().invoke(app, argv)
-    assert result.exit_code == 2 and "--trace console or json" in result.stderr
+    assert result.exit_code == 2 and result.stderr.startswith("USAGE_INVALID: ")
+    assert "'xml' is not one of 'console', 'json'" in result.stderr
     assert not (root / "hi.txt").exists()
 
 

@@ -2,6 +2,8 @@
 
 - ``page_server`` (session): ``PageServer`` serving ``tests/page/fixtures/`` (our own HTML) on
   127.0.0.1 at a free port; ``page_server.url("actions.html")`` addresses a page.
+- ``other_origin`` (session): the same fixtures on another port, addressed as ``localhost``
+  (a second origin, for cross-origin frames).
 - ``chromium`` (module, on the module's event loop): one headless Chromium per test module,
   launched with Playwright from the installed browser (``XCLAW_TEST_BROWSER`` or the usual
   places). A missing browser fails the test; it is never skipped.
@@ -32,6 +34,16 @@ from xclaw.page import PageDriver
 @pytest.fixture(scope="session")
 def page_server() -> Iterator[PageServer]:
     server = PageServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def other_origin() -> Iterator[PageServer]:
+    """The same fixtures from a second origin: another port, addressed as ``localhost``
+    (``page_server`` is ``127.0.0.1``), so a frame from it is cross-origin and cross-site."""
+    server = PageServer().start()
+    server.base = f"http://localhost:{server.port}/"
     yield server
     server.stop()
 

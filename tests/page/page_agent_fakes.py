@@ -119,3 +119,34 @@ def snapshot_in(messages: Sequence[Message]) -> str:
     found = _SNAPSHOT.findall(round_text(messages))
     assert len(found) == 1, "each request carries exactly one snapshot"
     return str(found[0])
+
+
+_REF_AFTER = r"[^\n]*?\s(#(?:f\d+:)?[0-9a-z]+(?:_\d+)?)(?=\s|$)"
+
+
+def line_with(messages: Sequence[Message], label: str) -> str | None:
+    """The snapshot line (of this request's round message) naming ``label``, or None."""
+    for line in snapshot_in(messages).splitlines():
+        if f'"{label}"' in line:
+            return line
+    return None
+
+
+def ref_by_label(messages: Sequence[Message], label: str) -> str:
+    """The ref of the element named ``label`` in the round message's snapshot, as a model
+    would pick it: the first ``#ref`` after ``"label"`` on its line (a shared link row holds
+    several). Fails when the snapshot shows no such control."""
+    match = re.search(re.escape(f'"{label}"') + _REF_AFTER, snapshot_in(messages))
+    assert match, f"no control named {label!r} in the snapshot:\n{snapshot_in(messages)}"
+    return match.group(1)
+
+
+def ref_on_line(messages: Sequence[Message], *needles: str) -> str:
+    """The first ref on the first snapshot line holding every one of ``needles`` (a card
+    named by its text, e.g. ``ref_on_line(messages, "Pro", "$20")``)."""
+    for line in snapshot_in(messages).splitlines():
+        if all(n in line for n in needles):
+            match = re.search(_REF_AFTER, " " + line)
+            if match:
+                return match.group(1)
+    raise AssertionError(f"no line with {needles!r} and a ref:\n{snapshot_in(messages)}")

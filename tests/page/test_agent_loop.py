@@ -17,7 +17,7 @@ from page_agent_fakes import (
 )
 
 from xclaw import FunctionModel, ModelTurn, ScriptedModel, tool
-from xclaw.core.messages import Message, ToolResult
+from xclaw.core.messages import Message, ToolCallPart, ToolResult
 from xclaw.core.model import Model, ModelRequest
 from xclaw.page.agent import WebAgent
 from xclaw.page.callbacks import WebAgentCallbacks
@@ -327,3 +327,47 @@ async def test_a_paused_run_stops_at_the_next_boundary() -> None:
     result = await agent_for(model, page()).chat("click send", control=control)
     assert result.status == "interrupted" and result.reason.startswith("RUN_PAUSED")
     assert result.metrics.round_count == 0
+
+
+class ChangingDriver(FakeDriver):
+    """A page that says whether it changed since a snapshot (as PageDriver does)."""
+
+    def __init__(self, **elements: str) -> None:
+        super().__init__(**elements)
+        self.dirty = False
+
+    async def snapshot(self, options: Any = None) -> Any:
+        self.dirty = False
+        return await super().snapshot(options)
+
+    async def changed(self, snapshot: Any = None) -> bool:
+        return self.dirty
+
+
+async def test_rounds_reuse_an_unchanged_page_and_page_info_reads_a_changed_one() -> None:
+    driver = ChangingDriver(b1='[button] "Open"')
+    snap = call("page_info", action="snapshot")
+    seen: list[str] = []
+
+    def answer(messages: Sequence[Message], request: ModelRequest) -> ModelTurn:
+        seen.append(snapshot_in(messages))
+        turn = len(seen)
+        if turn == 1:  # nothing changed yet: the read is refused
+            return ModelTurn(text="REMAINING: open", tool_calls=(_part(snap),))
+        if turn == 2:  # the page changes on its own (a timer): now the read goes through
+            driver.page.elements["#b2"] = '[button] "Later"'
+            driver.dirty = True
+            return ModelTurn(text="REMAINING: open it", tool_calls=(_part(snap),))
+        return ModelTurn(text="REMAINING: DONE")
+
+    result = await agent_for(FunctionModel(answer), driver).chat("open")
+    codes = [tc["result"].error_code for tc in result.tool_calls]
+    assert codes == ["REDUNDANT_PAGE_INFO_SKIPPED", None]
+    assert driver.page.log == ["page_info snapshot"]  # only the second one ran
+    assert "Later" not in seen[1] and "Later" in seen[2]  # round 3 read the changed page
+    m = result.metrics
+    assert (m.snapshot_read_count, m.snapshot_reuse_count) == (2, 1)
+
+
+def _part(spec: dict[str, Any]) -> ToolCallPart:
+    return ToolCallPart("c1", spec["name"], spec["arguments"])

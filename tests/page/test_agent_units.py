@@ -229,6 +229,7 @@ def test_metrics_from_events_and_snapshots() -> None:
         m(ev)
     m.snapshot_read(1000)
     m.snapshot_read(3001)
+    m.snapshot_reused()
     m.recoveries, m.intercepts = 1, 2
     got = m.build()
     assert got.to_dict() == {
@@ -245,6 +246,7 @@ def test_metrics_from_events_and_snapshots() -> None:
         "maxSnapshotSize": 3001,
         "inputTokens": 100,
         "outputTokens": 10,
+        "snapshotReuseCount": 1,
     }
     assert MetricsCollector().build().tool_success_rate == 1.0
 

@@ -113,10 +113,11 @@ async def test_fill_refusals(driver: PageDriver, open_fixture: OpenFixture) -> N
     for target in ("#agree", "#r1", "#upload", "#go"):
         await _fails(driver, "UNSUPPORTED_FILL_TARGET", "fill", target, value="x")
     await _fails(driver, "UNSUPPORTED_FILL_TARGET", "fill", "#plain", value="x")
-    await _fails(driver, "ELEMENT_NOT_EDITABLE", "fill", "#ro", value="x")
-    await _fails(driver, "ELEMENT_DISABLED", "fill", "#off", value="x")
-    await _fails(driver, "ELEMENT_DISABLED", "click", "#offbtn")
-    await _fails(driver, "ELEMENT_DISABLED", "click", "#ariaoff")  # aria-disabled ancestor
+    # read-only and disabled stay so: each fails once its wait (waitMs) is over
+    await _fails(driver, "ELEMENT_NOT_EDITABLE", "fill", "#ro", value="x", waitMs=100)
+    await _fails(driver, "ELEMENT_DISABLED", "fill", "#off", value="x", waitMs=100)
+    await _fails(driver, "ELEMENT_DISABLED", "click", "#offbtn", waitMs=100)
+    await _fails(driver, "ELEMENT_DISABLED", "click", "#ariaoff", waitMs=100)  # an ancestor's
     await _fails(driver, "INVALID_ARGUMENT", "fill", "#name")  # no value
 
 
@@ -183,7 +184,7 @@ async def test_select_option_by_value_label_index(
     assert out["value"] == "r"
     out = await driver.dom("select_option", "#color", index=1)
     assert (out["value"], out["matchedBy"]) == ("g", "index")
-    await _fails(driver, "ELEMENT_DISABLED", "select_option", "#color", value="b")
+    await _fails(driver, "ELEMENT_DISABLED", "select_option", "#color", value="b", waitMs=100)
     message = await _fails(
         driver, "INVALID_ARGUMENT", "select_option", "#color", value="zz", waitMs=0
     )
@@ -244,3 +245,60 @@ async def test_not_found_invalid_and_force(driver: PageDriver, open_fixture: Ope
              setTimeout(() => b.remove(), 150); })()""",
     )
     await _fails(driver, "ELEMENT_DETACHED", "click", "#hoverme")  # gone while it still moved
+
+
+LATER = """<!doctype html><body>
+<button id="b" disabled onclick="this.textContent='clicked'">Later</button>
+<input id="t" readonly>
+<button id="h" style="display:none" onclick="this.textContent='shown and clicked'">Hidden</button>
+<div aria-disabled="true" id="wrap">
+  <button id="inner" onclick="this.textContent='ok'">Inner</button></div>
+<script>
+  setTimeout(() => { document.getElementById('b').disabled = false; }, 400);
+  setTimeout(() => { document.getElementById('t').readOnly = false; }, 400);
+  setTimeout(() => { document.getElementById('h').style.display = ''; }, 400);
+  setTimeout(() => { document.getElementById('wrap').removeAttribute('aria-disabled'); }, 400);
+</script></body>"""
+
+
+@pytest.mark.parametrize(
+    ("action", "selector", "args", "early", "want"),
+    [
+        ("click", "#b", {}, "ELEMENT_DISABLED", "clicked"),
+        ("fill", "#t", {"value": "typed"}, "ELEMENT_NOT_EDITABLE", "typed"),
+        ("click", "#h", {}, "ELEMENT_NOT_VISIBLE", "shown and clicked"),
+        ("click", "#inner", {}, "ELEMENT_DISABLED", "ok"),  # an aria-disabled ancestor
+    ],
+)
+async def test_actions_wait_until_the_target_is_actionable(
+    driver: PageDriver, action: str, selector: str, args: dict[str, Any], early: str, want: str
+) -> None:
+    """Playwright-style auto-waiting: a disabled, read-only or hidden target is waited for
+    (visible, enabled, editable) within the action's waitMs, then acted on; a wait shorter
+    than the page needs fails with what was still missing."""
+    await driver.page.set_content(LATER)
+    await _fails(driver, early, action, selector, waitMs=50, **args)
+    out = await driver.dom(action, selector, waitMs=3000, **args)
+    assert out["ok"] and out["elapsedMs"] >= 200, out
+    value = await _js(
+        driver, f"(el => el.value || el.textContent)(document.querySelector('{selector}'))"
+    )
+    assert value == want
+
+
+async def test_wait_for_enabled_disabled_and_checked(driver: PageDriver) -> None:
+    await driver.page.set_content(
+        """<button id="b" disabled>Go</button><input type="checkbox" id="c">
+        <label for="c" id="l">Agree</label><script>
+        setTimeout(() => { b.disabled = false; c.checked = true; }, 300);</script>"""
+    )
+    assert (await driver.wait("wait_for_selector", selector="#b", state="disabled"))["ok"]
+    out = await driver.wait("wait_for_selector", selector="#b", state="enabled", timeout=3000)
+    assert out["state"] == "enabled" and out["elapsedMs"] >= 100
+    await driver.wait("wait_for_selector", selector="#l", state="checked", timeout=3000)
+    with pytest.raises(ToolError) as caught:
+        await driver.wait("wait_for_selector", selector="#b", state="disabled", timeout=150)
+    assert caught.value.code == "WAIT_TIMEOUT"
+    with pytest.raises(ToolError) as caught:
+        await driver.wait("wait_for_selector", selector="#c", state="unchecked", timeout=150)
+    assert caught.value.code == "WAIT_TIMEOUT"

@@ -106,6 +106,11 @@ async def test_viewport_clipping(driver: PageDriver, open_fixture: OpenFixture) 
     await open_fixture(driver, "structure.html")
     seen = (await driver.snapshot(MANUAL)).text
     assert '"Save"' in seen and "Far below" not in seen
+    top = await driver.page.evaluate("farbtn.getBoundingClientRect().top - innerHeight")
+    below = replace(MANUAL, viewport_margin=int(top) + 10)  # the viewport and a band under it
+    assert "Far below" in (await driver.snapshot(below)).text
+    short = replace(MANUAL, viewport_margin=max(0, int(top) - 40))
+    assert "Far below" not in (await driver.snapshot(short)).text
     await driver.navigate("scroll", selector="#farbtn")
     seen = (await driver.snapshot(MANUAL)).text
     assert "Far below" in seen and '"Save"' not in seen
@@ -154,3 +159,30 @@ async def test_colliding_hashes_get_a_suffix(driver: PageDriver, open_fixture: O
              return refs.concat([s.lookup('abc_2').id]); }"""
     )
     assert got == ["abc", "abc_2", "abc", "after"]
+
+
+async def test_controls_count_by_what_they_show(
+    driver: PageDriver, open_fixture: OpenFixture
+) -> None:
+    """A control without a box of its own is shown when a descendant has one and it does not
+    clip it; onclick and focusable elements are listed, nested in one another too."""
+    await open_fixture(driver, "shown.html")
+    snap = await driver.snapshot()
+    text = snap.text
+    sizes = await driver.page.evaluate(
+        "['floated', 'pixel'].map(id => document.getElementById(id).getBoundingClientRect())"
+        ".map(r => r.width * r.height)"
+    )
+    assert sizes == [0, 0]  # both links are empty boxes; their images are not
+    # three links with nothing under them share a row
+    assert re.search(r'\[a\] "Floated logo" #\w+ · "Pixel logo" #\w+ · "Contents link" #', text)
+    assert "Clipped away" not in text  # a zero box that clips: nothing of it shows
+    assert re.search(r'\[ul\] "Metadata" #\w+\n  \[li\] "Author: Ada" #', text), text
+    assert re.search(r'\[div\] "Inner link" #\w+\n  \[a\] "Inner link" #', text), text
+    # a pointer cursor alone around a link adds no control of its own
+    assert sum("Pointer wrapped" in line for line in text.splitlines()) == 1
+    names = {r.name for r in snap.refs}
+    assert {"Floated logo", "Pixel logo", "Contents link", "Author: Ada"} <= names
+    floated = next(r for r in snap.refs if r.name == "Floated logo")
+    out = await driver.dom("click", floated.ref)  # clicked at its image's centre
+    assert out["ok"] and out.get("navigated") and out["url"].endswith("/nav1.html")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from xclaw.core.errors import ToolError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Risk
 from xclaw.page import DOM_CHANGING_ACTIONS, PageDriver, page_tools
-from xclaw.tools.base import Tool
+from xclaw.tools.base import Tool, ToolContext, Workspace
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -159,20 +160,27 @@ async def test_page_info_and_scroll(driver: PageDriver, open_fixture: OpenFixtur
     assert await _code(driver.page_info("query_all", selector="((")) == "INVALID_ARGUMENT"
 
 
-async def _run(tool: Tool, **args: Any) -> ToolResult:
+async def _run(tool: Tool, out: Path | None = None, **args: Any) -> ToolResult:
     validated = tool.args_model.model_validate(args)
-    result = tool.fn(**validated.model_dump())
+    if tool.wants_context:  # page_info: a screenshot goes to the run's output folder (out)
+        ctx = ToolContext(Workspace(Path.cwd(), output_dir=out), lambda *_: None)
+        result = tool.fn(ctx, **validated.model_dump())
+    else:
+        result = tool.fn(**validated.model_dump())
     assert not isinstance(result, ToolResult)
     return await result
 
 
-async def test_the_five_tools(driver: PageDriver, open_fixture: OpenFixture) -> None:
+async def test_the_five_tools(
+    driver: PageDriver, open_fixture: OpenFixture, tmp_path: Path
+) -> None:
     await open_fixture(driver, "actions.html")
     tools = {t.name: t for t in page_tools(driver)}
     assert list(tools) == ["dom", "navigate", "page_info", "wait", "evaluate"]
     assert tools["dom"].risk is Risk.WRITE and not tools["dom"].read_only
     assert tools["evaluate"].risk is Risk.EXECUTE
-    assert tools["page_info"].read_only and tools["wait"].read_only
+    assert tools["page_info"].read_only and tools["wait"].risk is Risk.READ
+    assert not tools["wait"].read_only  # what follows a wait in a batch runs after it
     props = tools["dom"].spec.parameters["properties"]
     assert set(props) == {
         "action",
@@ -197,6 +205,10 @@ async def test_the_five_tools(driver: PageDriver, open_fixture: OpenFixture) -> 
     assert caught.value.code == "ELEMENT_NOT_FOUND" and caught.value.retryable
     snap = await _run(tools["page_info"], action="snapshot")
     assert "Press me" in snap.message
+    shot = await _run(tools["page_info"], tmp_path, action="screenshot")
+    (image,) = shot.images  # the picture for a model that sees; the path for every model
+    assert image.data.startswith(b"\x89PNG") and shot.data["path"] in shot.message
+    assert Path(shot.data["path"]).parent == tmp_path / "screenshots"
     assert (await _run(tools["evaluate"], expression="1 + 2")).message == "3"
     waited = await _run(tools["wait"], action="wait_for_text", text="Actions fixture")
     assert waited.ok

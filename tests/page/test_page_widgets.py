@@ -79,11 +79,17 @@ async def test_shadow_dom_and_same_origin_iframe_are_snapshotted_and_operable(
     await open_fixture(driver, "shadow.html")
     await driver.page.wait_for_function("document.getElementById('inner').contentDocument.body")
     snap = await driver.snapshot()
-    refs = {r.name: r for r in snap.refs}
+    refs = {r.name: r for r in snap.refs if not r.frame}  # the page's own document
     assert "Shadow text" in snap.text and "Inside the frame" in snap.text
     shadow_btn, frame_btn = refs["Shadow button"], refs["Frame button"]
     assert "/#shadow-root/" in shadow_btn.xpath and "/#document/" in frame_btn.xpath
-    assert "(cross-origin, not shown)" in snap.text
+    # the cross-origin frame is read through Playwright's frame API: its refs carry the frame
+    foreign = [r for r in snap.refs if r.frame]
+    assert {r.name for r in foreign} >= {"Frame button"} and all(
+        r.ref.startswith(f"#{r.frame}:") for r in foreign
+    )
+    at = snap.text.index('[iframe] "Foreign frame"')
+    assert '  [button] "Frame button" #f' in snap.text[at:]
     shadow_input = next(r for r in snap.refs if "/#shadow-root/" in r.xpath and r.role == "textbox")
     await driver.dom("fill", shadow_input.ref, value="in shadow")
     await driver.dom("click", shadow_btn.ref)
@@ -98,6 +104,11 @@ async def test_shadow_dom_and_same_origin_iframe_are_snapshotted_and_operable(
         "document.getElementById('inner').contentDocument.getElementById('fout').textContent"
     )
     assert await _js(driver, frame_text) == "frame clicked in frame"
+    foreign_input = next(r for r in foreign if r.role == "textbox")
+    await driver.dom("fill", foreign_input.ref, value="across origins")
+    await driver.dom("click", next(r.ref for r in foreign if r.name == "Frame button"))
+    other = next(f for f in driver.page.frames if f.name == "" and "localhost" in f.url)
+    assert await other.text_content("#fout") == "frame clicked across origins"
     # CSS selectors reach into open shadow roots and same-origin frames too
     assert (await driver.dom("get_text", "#fout"))["text"] == "frame clicked in frame"
     assert (await driver.dom("get_text", "#sout"))["text"] == "shadow clicked in shadow"

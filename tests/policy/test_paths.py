@@ -174,6 +174,65 @@ def test_root_given_through_a_symlink_still_works(tmp_path: Path, root: Path) ->
     assert r.path == root / "a.txt" and r.inside_root
 
 
+def test_a_path_inside_a_resolved_root_costs_one_realpath(
+    root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk to the target goes through the root: the root is not resolved on its own
+    again unless the target lies elsewhere (then the outside checks need it)."""
+    (root / "a.txt").write_text("x")
+    calls: list[str] = []
+    real = os.path.realpath
+
+    def counting(path: str | os.PathLike[str], **kw: bool) -> str:
+        calls.append(os.fspath(path))
+        return real(path, **kw)
+
+    monkeypatch.setattr(os.path, "realpath", counting)
+    assert resolve_inside_root("a.txt", root).rel == "a.txt"
+    assert calls == [str(root / "a.txt")]
+    calls.clear()
+    assert denied(str(outside / "secret.txt"), root).code == "PATH_OUTSIDE_ROOT"
+    assert str(root) in calls  # resolved for the outside checks
+
+
+def test_every_spelling_of_the_root_gives_the_same_answers(
+    tmp_path: Path, root: Path, outside: Path
+) -> None:
+    """Given as its realpath, through a link, relative or with ``..``: one answer per path,
+    whichever realpath is skipped."""
+    (root / "sub").mkdir()
+    (root / "a.txt").write_text("x")
+    os.symlink(outside, root / "esc")
+    os.symlink("sub", root / "inner")
+    os.symlink(root / "loop2", root / "loop1")
+    os.symlink(root / "loop1", root / "loop2")
+    os.symlink(root, tmp_path / "alias-root")
+    spellings = [
+        root,
+        tmp_path / "alias-root",
+        root / "sub" / "..",
+        Path(os.path.relpath(root)),
+        root / "esc",  # a root that is itself a link out
+    ]
+    raws = ["a.txt", ".", "sub/../a.txt", "inner/../a.txt", "esc/secret.txt", "esc/..", "loop1"]
+    raws += ["../proj/a.txt", "..", str(outside / "secret.txt"), str(tmp_path / "alias-root")]
+
+    def answer(raw: str, given: Path, **kw: object) -> object:
+        try:
+            r = resolve_inside_root(raw, given, **kw)  # type: ignore[arg-type]
+        except PolicyDenied as err:
+            return err.code, err.data.get("path")
+        return r.path, r.rel, r.inside_root
+
+    for raw in raws:
+        for kw in ({}, {"extra_roots": (outside,)}):
+            expected = answer(raw, Path(os.path.realpath(root)), **kw)
+            for given in spellings[:-1]:
+                assert answer(raw, given, **kw) == expected, (raw, given, kw)
+            link_out = answer(raw, spellings[-1], **kw)
+            assert link_out == answer(raw, Path(os.path.realpath(spellings[-1])), **kw)
+
+
 # --- special files ---
 
 

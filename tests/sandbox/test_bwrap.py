@@ -221,7 +221,7 @@ def test_the_environment_is_an_allow_list(monkeypatch: pytest.MonkeyPatch, root:
 
 def test_launchers_whose_xclaw_died_are_reaped() -> None:
     from xclaw.sandbox.orphans import OWNER_VAR, owner_mark, reap_orphans
-    from xclaw.tools._proctree import read_stat
+    from xclaw.sandbox.proctree import read_stat
 
     gone = subprocess.Popen(["sleep", "0"])
     info = read_stat(gone.pid)

@@ -505,6 +505,7 @@ async def test_terminal_exec_runs_in_the_full_sandbox_end_to_end(
 ) -> None:
     """`xclaw tools call terminal.exec --sandbox full`, configured the way a user would."""
     from xclaw.cli.tools_cmd import call_once
+    from xclaw.config import load_config
     from xclaw.policy.approval import ModeApprover
 
     for name, value in {
@@ -521,7 +522,8 @@ async def test_terminal_exec_runs_in_the_full_sandbox_end_to_end(
         "program": "sh",
         "argv": ["-c", "cat in.txt; echo made > made.txt; echo x > xclaw.yaml"],
     }
-    result = await call_once("terminal.exec", args, root, ModeApprover("deny"), "full")
+    deny = ModeApprover("deny")
+    result = await call_once("terminal.exec", args, root, deny, "full", config=load_config(root))
     assert result.ok, result
     assert result.data["stdout"] == "from the laptop\n"
     assert (root / "made.txt").read_text() == "made\n"  # synced back

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(30)
 
 
 def gateway(root: Path, store: SqliteStore, redis_url: str | None = None) -> Gateway:
-    def make_agent(bus: EventBus, approver: Approver) -> Agent:
+    def make_agent(bus: EventBus, approver: Approver, _origin: object) -> Agent:
         return Agent(ScriptedModel(["hi"]), root, approval=approver, bus=bus, store=store)
 
     fanout = RedisFanout(redis_url) if redis_url else None

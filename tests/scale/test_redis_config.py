@@ -23,12 +23,12 @@ def user_config(text: str) -> None:
 
 def test_the_environment_wins_then_the_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("XCLAW_REDIS_URL", raising=False)
-    assert redis_url() is None
+    assert redis_url(load_config()) is None
     assert isinstance(make_fanout(None), LocalFanout)
     user_config("gateway:\n  redis_url: redis://cache.internal:6379/2\n")
-    assert redis_url() == "redis://cache.internal:6379/2"
+    assert redis_url(load_config()) == "redis://cache.internal:6379/2"
     monkeypatch.setenv("XCLAW_REDIS_URL", "redis://127.0.0.1:6390/0")
-    assert redis_url() == "redis://127.0.0.1:6390/0"
+    assert redis_url(load_config()) == "redis://127.0.0.1:6390/0"
 
 
 def test_a_gateway_does_not_start_on_a_redis_that_does_not_answer(

@@ -30,7 +30,7 @@ TURNS = 8
 def instance(root: Path, db: Path, redis_url: str) -> tuple[GatewayServer, SqliteStore]:
     store = SqliteStore(db)
 
-    def make_agent(bus: EventBus, approver: Approver) -> Agent:
+    def make_agent(bus: EventBus, approver: Approver, _origin: object) -> Agent:
         return Agent(
             ScriptedModel([f"reply {i}" for i in range(1, TURNS + 1)]),
             root,

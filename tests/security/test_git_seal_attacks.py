@@ -16,6 +16,7 @@ import pytest
 from tests.security.conftest import call, dump
 
 from xclaw import gitsafe
+from xclaw.policy.protected import is_protected_rel
 from xclaw.sandbox import protect
 
 EVIL = "touch '{marker}'"
@@ -179,9 +180,9 @@ def test_a_plain_new_repository_is_kept(repo: Path) -> None:
 
 def test_protected_paths_ask_through_the_file_tools(repo: Path) -> None:
     for rel in (".git/commondir", ".git/info/attributes", "x/.gitmodules", ".git/config"):
-        assert protect.is_protected_rel(rel), rel
+        assert is_protected_rel(rel), rel
     for rel in (".git/index.lock", ".git/refs/heads/x", ".git/COMMIT_EDITMSG", "a/b.txt"):
-        assert not protect.is_protected_rel(rel), rel
+        assert not is_protected_rel(rel), rel
 
 
 def test_the_seal_rescans_only_changed_folders(repo: Path) -> None:

@@ -25,17 +25,13 @@ from xclaw import gitsafe
 from xclaw.agents.workspace import IsolatedWorkspaces
 from xclaw.gitsafe import FALLBACK_EMAIL, FALLBACK_NAME, git_identity, sanitize_identity
 from xclaw.patch.changeset import collect
-from xclaw.patch.gitio import git
 from xclaw.patch.health import check_health
 from xclaw.patch.job import PatchLimits
-from xclaw.patch.worktree import (
-    commit_baseline,
-    create_worktree,
-    remove_worktree,
-    seed_local_changes,
-)
+from xclaw.patch.worktree import create_worktree, remove_worktree, seed_local_changes
 from xclaw.skills.install import cloned
 from xclaw.tools.project import git_status
+from xclaw.worktree.baseline import commit_baseline
+from xclaw.worktree.gitio import git
 
 HOOKS = (
     "pre-commit",

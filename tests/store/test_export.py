@@ -128,6 +128,65 @@ class CodexLine(Strict):
     payload: dict[str, Any]
 
 
+# EventMsg (protocol.rs, serde tag "type", snake_case): UserMessageEvent, AgentMessageEvent.
+class CodexUserMessage(Strict):
+    type: Literal["user_message"]
+    message: str
+    images: list[str] | None = None
+    local_images: list[str] = []
+    text_elements: list[Any] = []
+
+
+class CodexAgentMessage(Strict):
+    type: Literal["agent_message"]
+    message: str
+    phase: str | None = None
+
+
+CodexEvent = Annotated[CodexUserMessage | CodexAgentMessage, Field(discriminator="type")]
+
+
+def codex_events(lines: list[str]) -> list[CodexUserMessage | CodexAgentMessage]:
+    parsed = [CodexLine.model_validate_json(line) for line in lines]
+    return [
+        TypeAdapter(CodexEvent).validate_python(line.payload)
+        for line in parsed
+        if line.type == "event_msg"
+    ]
+
+
+def codex_picker_lists(lines: list[str]) -> tuple[bool, str | None]:
+    """Whether ``codex resume``'s picker lists the rollout, and the first user message it
+    shows: codex-rs/rollout/src/list.rs ``read_head_summary`` + ``build_thread_item``. Lines
+    are read from the top (10, or up to 200 more once a meta is seen without a user event);
+    one that is not a valid ``RolloutLine`` is skipped; it is listed when a session meta and
+    an ``EventMsg::UserMessage`` were both seen."""
+    saw_meta, saw_user, first_user = False, False, None
+    scanned = 0
+    rest = iter(lines)
+    while scanned < 10 or (saw_meta and not saw_user and scanned < 210):
+        line = next(rest, None)
+        if line is None:
+            break
+        if not line.strip():
+            continue
+        scanned += 1
+        try:
+            parsed = CodexLine.model_validate_json(line)
+            if parsed.type == "session_meta":
+                CodexSessionMeta.model_validate(parsed.payload)
+                saw_meta = True
+            elif parsed.type == "event_msg" and parsed.payload.get("type") == "user_message":
+                event = CodexUserMessage.model_validate(parsed.payload)
+                saw_user = True
+                first_user = first_user or event.message.strip() or None
+        except ValueError:  # serde: not a RolloutLine, skipped
+            continue
+        if saw_meta and saw_user:
+            break
+    return saw_meta and saw_user, first_user
+
+
 def read_codex(lines: list[str]) -> tuple[CodexSessionMeta, list[CodexItem]]:
     parsed = [CodexLine.model_validate_json(line) for line in lines]
     assert parsed and parsed[0].type == "session_meta"
@@ -135,6 +194,19 @@ def read_codex(lines: list[str]) -> tuple[CodexSessionMeta, list[CodexItem]]:
     items: list[CodexItem] = []
     called: set[str] = set()
     for line in parsed[1:]:
+        if line.type == "event_msg":
+            event = TypeAdapter(CodexEvent).validate_python(line.payload)
+            # Codex writes an event beside its message: the same text, the matching role.
+            before = items[-1] if items else None
+            if isinstance(before, CodexMessage) and before.role == (
+                "user" if event.type == "user_message" else "assistant"
+            ):
+                assert event.message == "".join(
+                    p.text for p in before.content if not isinstance(p, InputImage)
+                )
+            else:  # only the task standing in for a transcript with no user text
+                assert event.type == "user_message" and line is parsed[1]
+            continue
         assert line.type == "response_item"
         item = TypeAdapter(CodexItem).validate_python(line.payload)
         if isinstance(item, CodexMessage):
@@ -344,6 +416,90 @@ def test_codex_export_is_a_rollout_codex_can_read() -> None:
     first = items[0]
     assert isinstance(first, CodexMessage) and first.content[0].type == "input_text"
     assert "SIG-OPAQUE-42" not in "\n".join(lines) and '"reasoning"' not in "\n".join(lines)
+    events = codex_events(lines)
+    assert [(e.type, e.message) for e in events] == [
+        ("user_message", TASK),
+        ("agent_message", "Let me look at the code and run the tests."),
+        ("agent_message", "Fixed: add() now returns a + b; the test passes."),
+    ]
+    # The line right after the meta is the task message, then its user event.
+    assert [json.loads(line)["type"] for line in lines[:3]] == [
+        "session_meta",
+        "response_item",
+        "event_msg",
+    ]
+
+
+def test_codex_resume_picker_lists_the_exported_rollout() -> None:
+    lines = export_session("codex", make_session(TASK), to_items(realistic_messages()))
+    assert codex_picker_lists(lines) == (True, TASK)
+    # The rule can fail: the same rollout without its user events is not listed.
+    without = [line for line in lines if '"user_message"' not in line]
+    assert codex_picker_lists(without) == (False, None)
+    # Nor is one whose meta Codex cannot read.
+    meta = json.loads(lines[0])
+    del meta["payload"]["cwd"]
+    assert codex_picker_lists([json.dumps(meta), *lines[1:]]) == (False, TASK)
+
+
+def codex_filename_parts(name: str) -> tuple[datetime, str] | None:
+    """codex-rs/rollout/src/list.rs ``parse_timestamp_uuid_from_filename``: ``rollout-`` +
+    ``YYYY-MM-DDThh-mm-ss`` + ``-`` + a UUID + ``.jsonl``; None when it does not parse (the
+    picker skips the file)."""
+    if not (name.startswith("rollout-") and name.endswith(".jsonl")):
+        return None
+    core = name.removeprefix("rollout-").removesuffix(".jsonl")
+    for i in range(len(core) - 1, -1, -1):
+        if core[i] != "-":
+            continue
+        try:
+            found = str(uuid.UUID(core[i + 1 :]))
+        except ValueError:
+            continue
+        try:
+            return datetime.strptime(core[:i], "%Y-%m-%dT%H-%M-%S"), found
+        except ValueError:
+            return None
+    return None
+
+
+def test_the_rollout_path_is_where_codex_looks() -> None:
+    from xclaw.store.export import rollout_path
+
+    session = make_session(TASK)
+    path = rollout_path(session)
+    assert path.parts[:3] == ("2025", "01", "02")  # sessions/YYYY/MM/DD
+    parts = codex_filename_parts(path.name)
+    assert parts is not None
+    when, found = parts
+    assert when == datetime(2025, 1, 2, 3, 4, 5)
+    meta, _ = read_codex(export_session("codex", session, to_items(realistic_messages())))
+    assert found == meta.id  # `codex resume <id>` finds the file by this suffix
+    assert codex_filename_parts("rollout-2025-01-02-nope.jsonl") is None
+
+
+def test_codex_rollout_with_no_user_text_up_front_is_still_listed() -> None:
+    """The first user message was only protocol text and many calls follow: the task stands
+    in as the user event right after the meta, so the picker still lists the session."""
+    calls = []
+    for n in range(8):
+        calls.append(assistant(ToolCallPart(f"c{n}", "fs.read", {"path": f"f{n}.py"})))
+        calls.append(results(ToolResultPart(f"c{n}", "fs.read", ToolResult.success("x"))))
+    messages = [
+        Message.user("<agent_protocol>\nCall tools as <call name='x'/>.\n</agent_protocol>"),
+        *calls,
+        Message.user("Also rename bar."),
+    ]
+    session = make_session(f"Rename foo. key {OPENAI_KEY}")
+    lines = export_session("codex", session, to_items(messages))
+    read_codex(lines)
+    listed, first = codex_picker_lists(lines)
+    assert listed and first == "Rename foo. key [REDACTED]"
+    assert OPENAI_KEY not in "\n".join(lines)
+    assert [e.message for e in codex_events(lines) if e.type == "user_message"] == [
+        "Rename foo. key [REDACTED]",
+        "Also rename bar.",
+    ]
 
 
 def test_claude_code_export_is_a_transcript_claude_code_can_read() -> None:

@@ -19,8 +19,8 @@ from tests.tools.procs import alive, tree_alive
 
 from xclaw.core.messages import ToolCallPart, ToolResult
 from xclaw.core.tooling import Command, PreparedCall
+from xclaw.sandbox import proctree
 from xclaw.sandbox.host import HostSandbox
-from xclaw.tools import _proctree
 from xclaw.tools import exec as exec_mod
 from xclaw.tools.base import Workspace
 from xclaw.tools.exec import OUTPUT_CAP_CHARS, HeadTailBuffer, exec_tools
@@ -209,7 +209,7 @@ def test_head_tail_buffer_matches_head_tail_of_the_whole(chunks: list[str], cap:
 async def test_timeout_stops_a_tree_that_ignores_sigterm_and_escapes(
     root: Path, pids_file: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
-    monkeypatch.setattr(_proctree, "GRACE_S", 0.4)
+    monkeypatch.setattr(proctree, "GRACE_S", 0.4)
     (root / "tree.py").write_text(TREE)
     started = time.monotonic()
     args = {"program": PY, "argv": ["tree.py", str(pids_file)], "timeout_ms": 1500}
@@ -235,7 +235,7 @@ async def test_timeout_of_a_polite_program_needs_no_grace(root: Path) -> None:
 async def test_cancellation_stops_the_tree_and_propagates(
     root: Path, pids_file: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
-    monkeypatch.setattr(_proctree, "GRACE_S", 0.3)
+    monkeypatch.setattr(proctree, "GRACE_S", 0.3)
     (root / "tree.py").write_text(TREE)
     tb = toolbox(root, mode=mode)
     task = asyncio.create_task(run(tb, {"program": PY, "argv": ["tree.py", str(pids_file)]}))

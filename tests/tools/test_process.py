@@ -18,7 +18,7 @@ from tests.tools.procs import alive, tree_alive
 
 from xclaw.core.messages import ToolCallPart, ToolResult
 from xclaw.core.tooling import Command, PreparedCall
-from xclaw.tools import _proctree
+from xclaw.sandbox import proctree
 from xclaw.tools import process as process_mod
 from xclaw.tools.base import Workspace
 from xclaw.tools.process import ProcessManager, detect_urls, process_tools
@@ -138,7 +138,7 @@ async def test_no_url_within_the_wait_is_still_a_running_start(tb: BoundToolbox)
 async def test_stop_kills_the_whole_tree(
     tb: BoundToolbox, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_proctree, "GRACE_S", 0.3)
+    monkeypatch.setattr(proctree, "GRACE_S", 0.3)
     (root / "stubborn.py").write_text(STUBBORN)
     pids_file = root / "pids"
     argv = ["stubborn.py", str(pids_file)]

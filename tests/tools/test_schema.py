@@ -118,7 +118,22 @@ async def test_bad_arguments_are_refused_before_anything_runs(
         True,
     )
     t = box.registry.get(name)
-    assert t is not None and result.data["schema"] == t.spec.parameters
+    assert t is not None
+    # The refusal names each bad field, not the whole schema: a field the tool takes comes
+    # with its expected type (and allowed values), an unknown one with the fields it takes.
+    fields = result.data["fields"]
+    assert fields and "schema" not in result.data
+    properties = t.spec.parameters["properties"]
+    for entry in fields:
+        top = entry["field"].split(".")[0]
+        assert top in result.message
+        if top in properties:
+            assert isinstance(entry["expected"], str) and entry["expected"] in result.hint
+            if "enum" in properties[top]:
+                assert entry["allowed"] == properties[top]["enum"]
+        else:
+            assert entry["expected"] is None
+            assert result.data["accepted"] == list(properties)
     assert snapshot(root) == before
     assert box.workspace.read_stamps == {} and box.workspace.changed_files == []
 

@@ -1,7 +1,8 @@
 """The multi-agent face (seed 003 ch. 09): an orchestrator delegating to workers.
 
-Workers are ordinary runs of the one loop (the coding ``Agent``) with their own prompt, tools,
-model, limits and workspace, recorded as child sessions (``parent_session_id``, ``caller``).
+Workers are ordinary runs of the one loop (coding ``Agent``s the composition root makes through
+the tree's ``AgentFactory``) with their own prompt, tools, model, limits and workspace,
+recorded as child sessions (``parent_session_id``, ``caller``).
 The orchestrator's tools — ``agents.delegate``, ``agents.debate``, ``agents.pipeline``,
 ``agents.open_artifact`` — return what a worker ``deliver``-ed (summary, summary_data,
 artifact_pointers), never its transcript. Routing (rules, intent router) picks a team or a

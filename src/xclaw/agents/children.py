@@ -1,10 +1,11 @@
 """Running one child: a worker as an ordinary durable run of the one loop.
 
-A child is the coding ``Agent`` with the worker's prompt, tools, model, limits and workspace,
-recorded as its own session with ``parent_session_id`` and ``caller="agent"``. Its session id
-is derived from the parent's session and the orchestrator's tool call, so running that call
-again after a crash finds the same child: a finished child is not run again (its delivery is
-read from the store), an unfinished one is resumed where it stopped.
+A child is an agent of the tree's ``AgentFactory`` (the coding ``Agent``, from the composition
+root) with the worker's prompt, tools, model, limits and workspace, recorded as its own
+session with ``parent_session_id`` and ``caller="agent"``. Its session id is derived from the
+parent's session and the orchestrator's tool call, so running that call again after a crash
+finds the same child: a finished child is not run again (its delivery is read from the
+store), an unfinished one is resumed where it stopped.
 
 Whatever happens to the child, the parent gets a ``ChildOutcome`` (a code, a sentence and a
 next step when it failed), never an exception — except the parent's own cancellation, which
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,51 +29,26 @@ from xclaw.agents.deliver import (
     delivery_from_store,
     end_on_delivery,
 )
+from xclaw.agents.factory import AgentFactory, AgentSettings, SessionRunner
 from xclaw.agents.interrupted import InterruptedAsker
 from xclaw.agents.registry import APPROVAL_RANK, WorkerRegistry, WorkerSpec
 from xclaw.agents.workspace import IsolatedWorkspaces
-from xclaw.coding.agent import Agent
-from xclaw.coding.toolset import coding_registry
 from xclaw.core.errors import XclawError
 from xclaw.core.events import Event, EventBus, EventType
 from xclaw.core.hooks import Hooks
 from xclaw.core.limits import Limits
 from xclaw.core.model import Model
-from xclaw.core.recorder import Recorder
 from xclaw.core.resume import InterruptedChoice
+from xclaw.core.sandbox import SandboxSource
 from xclaw.core.state import RunControl, RunResult
+from xclaw.core.task import task_from_message
 from xclaw.core.tooling import Approver
 from xclaw.models.info import model_info
 from xclaw.policy.approval import ModeApprover
-from xclaw.store.base import SessionRecord, Store
+from xclaw.store.base import Store
 from xclaw.tools.registry import ToolRegistry
 
 ModelFactory = Callable[[WorkerSpec], Model]
-
-
-class TreeAgent(Agent):
-    """The coding ``Agent`` whose new sessions carry their place in a multi-agent tree."""
-
-    def __init__(
-        self,
-        *args: Any,
-        parent_session_id: str | None,
-        caller: str,
-        meta: dict[str, Any],
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self.parent_session_id = parent_session_id
-        self.caller = caller
-        self.tree_meta = meta
-
-    def _recorder(self, session: SessionRecord, *, new: bool) -> Recorder:
-        # Set before the session row is first written: the link lands in the same commit.
-        if new:
-            session.parent_session_id = self.parent_session_id
-            session.caller = self.caller
-            session.meta.update(self.tree_meta)
-        return super()._recorder(session, new=new)
 
 
 @dataclass(slots=True)
@@ -129,11 +105,12 @@ class TreeContext:
     limits: Limits
     budget: TreeBudget
     semaphore: asyncio.Semaphore
+    agent_factory: AgentFactory  # makes every agent of the tree (compose: coding Agents)
     workspaces: IsolatedWorkspaces = field(default_factory=IsolatedWorkspaces)
     ask_approver: Approver | None = None  # for a worker narrowing "allow" to "ask"
     interrupted: InterruptedChoice | None = None  # how resumed children settle cut-off calls
     interrupted_asker: Approver | None = None  # who answers interrupted="ask" (a terminal)
-    sandbox: Any = None
+    sandbox: SandboxSource = None
     default_model_spec: str | None = None
 
     def emit(self, type_: EventType, **payload: Any) -> None:
@@ -168,9 +145,9 @@ class TreeContext:
             candidate = f"{base}-{n}"
 
 
-def _tools_for(spec: WorkerSpec) -> ToolRegistry:
+def _tools_for(ctx: TreeContext, spec: WorkerSpec) -> ToolRegistry:
     allowed = set(spec.tools)
-    tools = [t for t in coding_registry() if t.name in allowed]
+    tools = [t for t in ctx.agent_factory.tools() if t.name in allowed]
     return ToolRegistry([*tools, deliver_tool()])
 
 
@@ -286,9 +263,34 @@ async def run_child(ctx: TreeContext, worker: str, task: str, key: str) -> Child
     return outcome
 
 
+Start = Callable[[SessionRunner, RunControl], Coroutine[Any, Any, RunResult]]
+
+
 async def _run_admitted(
     ctx: TreeContext, spec: WorkerSpec, task: str, sid: str, key: str, *, resume: bool
 ) -> ChildOutcome:
+    def start(agent: SessionRunner, control: RunControl) -> Coroutine[Any, Any, RunResult]:
+        if resume:
+            return agent.resume(sid, control=control, interrupted=ctx.interrupted)
+        return agent.run(task, control=control, session_id=sid)
+
+    # Which orchestrator call started it (``xclaw steps`` hangs the child under that step).
+    return await _drive_child(ctx, spec, sid, start, resumed=resume, meta={"call": key})
+
+
+async def _drive_child(
+    ctx: TreeContext,
+    spec: WorkerSpec,
+    sid: str,
+    start: Start,
+    *,
+    resumed: bool,
+    outcome_of: Callable[[RunResult], ChildOutcome] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> ChildOutcome:
+    """Run one admitted child to its end: its workspace and model, its own bus counting
+    into the tree's budget, its time limit, the parent's cancellation passed down first;
+    ``meta``: more of its ``agents`` meta, written if its session is new."""
     try:
         workdir = (
             await ctx.workspaces.prepare(ctx.project, sid)
@@ -309,16 +311,12 @@ async def _run_admitted(
         )
     bus = EventBus()
     bus.subscribe(ctx.budget.listener(model_info(model)))
-    agent = worker_agent(ctx, spec, workdir, model, bus, parent=ctx.parent_session, caller="agent")
-    # Which orchestrator call started it (``xclaw steps`` hangs the child under that step).
-    agent.tree_meta["agents"]["call"] = key
+    agent = worker_agent(
+        ctx, spec, workdir, model, bus, parent=ctx.parent_session, caller="agent", meta=meta
+    )
     control = ChildControl(ctx.control)
-    ctx.emit("agents.child_started", worker=spec.name, child=sid, resumed=resume)
-    if resume:
-        coro = agent.resume(sid, control=control, interrupted=ctx.interrupted)
-    else:
-        coro = agent.run(task, control=control, session_id=sid)
-    child = asyncio.create_task(coro, name=f"agents:{sid}")
+    ctx.emit("agents.child_started", worker=spec.name, child=sid, resumed=resumed)
+    child = asyncio.create_task(start(agent, control), name=f"agents:{sid}")
     timeout = spec.time_limit_s
     left = ctx.budget.remaining_seconds()
     if left is not None:
@@ -335,7 +333,7 @@ async def _run_admitted(
             timed_out = True
             control.cancel()
             await asyncio.wait({child})
-        outcome = _settled(spec, sid, child, timed_out, ctx.parent_session)
+        outcome = _settled(spec, sid, child, timed_out, ctx.parent_session, outcome_of)
     finally:
         await model.aclose()
     ctx.emit(
@@ -349,8 +347,92 @@ async def _run_admitted(
     return outcome
 
 
+def conversation_id(parent: str, worker: str) -> str:
+    """The session of ``worker``'s own conversation in ``parent``."""
+    return f"{parent}.{worker}"
+
+
+async def converse(ctx: TreeContext, worker: str, message: str) -> ChildOutcome:
+    """A message to ``worker``'s own conversation in the parent session (seed 003 ch. 09's
+    resident panel): its session ``PARENT.WORKER`` is started by the first message and
+    continued by each later one, so it remembers the earlier ones. Asked again after a crash
+    (the same call run again), an unfinished turn is resumed, and the message is not posted
+    twice."""
+    spec = ctx.registry.get(worker)
+    if spec is None:
+        return _failure(
+            worker,
+            None,
+            "WORKER_UNKNOWN",
+            f"There is no worker named {worker!r}.",
+            "Use one of: " + ", ".join(ctx.registry.names()),
+            "not_started",
+        )
+    sid = conversation_id(ctx.parent_session, spec.name)
+    existing = ctx.store.get_session(sid)
+    known = {e.call_id for e in ctx.store.load_ledger(sid)} if existing is not None else set()
+
+    async def start(agent: SessionRunner, control: RunControl) -> RunResult:
+        if existing is None:
+            return await agent.run(message, control=control, session_id=sid)
+        if existing.state not in ("success", "failed", "interrupted"):  # cut off: finish it
+            result = await agent.resume(sid, control=control, interrupted=ctx.interrupted)
+            if result.status != "completed" or _last_task(ctx.store, sid) == message:
+                return result
+        return await agent.follow_up(sid, message, control=control)
+
+    def this_turn(result: RunResult) -> ChildOutcome:
+        fresh = [r for r in result.tool_calls if r.call_id not in known]
+        return _delivered(spec, sid, delivery_from_records(fresh, result.reply))
+
+    if (
+        existing is not None
+        and existing.state == "success"
+        and _last_task(ctx.store, sid) == message
+    ):
+        # asked again (the call run again after a crash of the parent): the answer it gave
+        return _delivered(spec, sid, delivery_from_store(ctx.store, sid), reused=True)
+    async with ctx.semaphore:
+        spent = ctx.budget.exhausted()
+        if spent is not None:
+            return _failure(
+                spec.name,
+                sid if existing else None,
+                "BUDGET_EXHAUSTED",
+                f"{spec.name} was not asked: {spent}.",
+                "Finish with what you have; the tree's budget is spent.",
+                "not_started",
+            )
+        return await _drive_child(
+            ctx,
+            spec,
+            sid,
+            start,
+            resumed=existing is not None,
+            outcome_of=this_turn,
+            meta={"conversation": True},
+        )
+
+
+def _last_task(store: Store, sid: str) -> str:
+    """The last message the parent posted to a session (its last ``user_input`` step)."""
+    from xclaw.store.transcript import items_to_messages
+
+    inputs = [st.step_id for st in store.list_steps(sid) if st.kind == "user_input"]
+    if not inputs:
+        return ""
+    items = [i.payload for i in store.load_items(sid) if i.step_id == inputs[-1]]
+    texts = [m.text for m in items_to_messages(items) if m.role == "user"]
+    return task_from_message(texts[-1]) if texts else ""
+
+
 def _settled(
-    spec: WorkerSpec, sid: str, child: asyncio.Task[RunResult], timed_out: bool, parent: str
+    spec: WorkerSpec,
+    sid: str,
+    child: asyncio.Task[RunResult],
+    timed_out: bool,
+    parent: str,
+    outcome_of: Callable[[RunResult], ChildOutcome] | None = None,
 ) -> ChildOutcome:
     """The outcome of a finished child task, whatever ended it."""
     try:
@@ -369,6 +451,8 @@ def _settled(
             f"{spec.name} failed unexpectedly: {type(err).__name__}: {err}",
             "Report this as a bug; try another worker meanwhile.",
         )
+    if outcome_of is not None and result.status == "completed" and not timed_out:
+        return outcome_of(result)
     return _outcome(spec, result, timed_out, parent)
 
 
@@ -381,31 +465,34 @@ def worker_agent(
     *,
     parent: str | None,
     caller: str,
-) -> TreeAgent:
-    """The coding ``Agent`` configured as ``spec``: its prompt, tools, model and limits (never
-    above the parent's), the tree's budget hook, and ``deliver`` ending the run."""
+    meta: dict[str, Any] | None = None,
+) -> SessionRunner:
+    """The tree's agent configured as ``spec``: its prompt, tools, model and limits (never
+    above the parent's), the tree's budget hook, and ``deliver`` ending the run; ``meta``:
+    more of its session's ``agents`` meta (the call that started it, a route)."""
     limits = replace(
         ctx.limits,
         max_turns=min(spec.max_turns, ctx.limits.max_turns),
         wall_time_s=min(spec.time_limit_s, ctx.limits.wall_time_s),
     )
-    return TreeAgent(
+    settings = AgentSettings(
         model,
         workdir,
-        _tools_for(spec),
-        approval=ctx.approver_for(spec),
-        limits=limits,
-        hooks=Hooks(before_model_call=[ctx.budget.hook], after_tools=[end_on_delivery]),
-        bus=bus,
-        store=ctx.store,
-        system_prompt=spec.system_prompt,
-        evidence_gate_enabled=False,  # a worker ends by delivering; its caller judges it
+        _tools_for(ctx, spec),
+        ctx.approver_for(spec),
+        limits,
+        Hooks(before_model_call=[ctx.budget.hook], after_tools=[end_on_delivery]),
+        bus,
+        ctx.store,
+        spec.system_prompt,
         model_spec=spec.model or ctx.default_model_spec,
         sandbox=ctx.sandbox,
         parent_session_id=parent,
         caller=caller,
-        meta={"agents": {"worker": spec.name, "workspace": spec.workspace}},
+        meta={"agents": {"worker": spec.name, "workspace": spec.workspace, **(meta or {})}},
+        evidence_gate=False,  # a worker ends by delivering; its caller judges it
     )
+    return ctx.agent_factory.agent(settings)
 
 
 async def _add_changes(ctx: TreeContext, outcome: ChildOutcome) -> None:

@@ -16,6 +16,8 @@
         - {keywords: [review, 审查], target: reviewer}
       intent_router: true
       on_interrupted: skip        # resume with no terminal: skip | retry | pause
+      serve: true                 # `xclaw serve` sessions get the team (default: when this
+                                  # section is configured)
 
 Validated here (pydantic); roles, tools and approval narrowing are checked when the registry
 is built, against the parent's settings (see ``registry.py``).
@@ -23,12 +25,11 @@ is built, against the parent's settings (see ``registry.py``).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from xclaw.config import load_config
+from xclaw.config import XclawConfig
 from xclaw.core.errors import ConfigError
 
 NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
@@ -86,6 +87,9 @@ class AgentsConfig(BaseModel):
     # A resume with no terminal: a child's call cut off by a crash is skipped (its effect is
     # unknown, the child is told), run again, or the tree pauses for `--skip/--retry-interrupted`.
     on_interrupted: OnInterrupted = "skip"
+    # Whether each `xclaw serve` session (web, chat channels) gets the team's agents.* tools;
+    # None: yes when an agents section is configured at all.
+    serve: bool | None = None
 
 
 def parse_agents_config(data: Any, source: str = "agents") -> AgentsConfig:
@@ -103,9 +107,9 @@ def parse_agents_config(data: Any, source: str = "agents") -> AgentsConfig:
         ) from None
 
 
-def load_agents_config(project: Path | None = None) -> AgentsConfig:
-    """The section of the resolved configuration (``xclaw.config.load_config``): the user
-    file's, the project file's on top, merged key by key (workers and teams by name). A project
-    file may not raise a worker's approval: the registry refuses any worker asking for more
-    than the parent run has, wherever it was configured."""
-    return parse_agents_config(load_config(project).agents, "xclaw.yaml agents")
+def load_agents_config(config: XclawConfig) -> AgentsConfig:
+    """The ``agents:`` section of the resolved configuration (``xclaw.config.load_config``):
+    the user file's, the project file's on top, merged key by key (workers and teams by name).
+    A project file may not raise a worker's approval: the registry refuses any worker asking
+    for more than the parent run has, wherever it was configured."""
+    return parse_agents_config(config.agents, "xclaw.yaml agents")

@@ -1,4 +1,7 @@
-"""``Orchestrator``: a coding-agent run of the one loop whose tools delegate to workers.
+"""``Orchestrator``: an agent run of the one loop whose tools delegate to workers.
+
+Every agent of the tree — the orchestrator's own run, each child — comes from the
+``AgentFactory`` the composition root gives it (``xclaw.compose.agents``: coding ``Agent``s).
 
 Each ``run``/``resume`` builds the run's tree (its budget, semaphore and tools bound to the
 parent session), so nothing about a run lives on the object. The team's settings (approval,
@@ -14,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from xclaw.agents.budget import TreeBudget
-from xclaw.agents.children import ModelFactory, TreeAgent, TreeContext, worker_agent
+from xclaw.agents.children import ModelFactory, TreeContext, worker_agent
 from xclaw.agents.config import ApprovalMode, BudgetConfig, OnInterrupted
+from xclaw.agents.factory import AgentFactory, AgentSettings, SessionRunner
 from xclaw.agents.interrupted import (
     ResumeChoice,
     cut_off_calls,
@@ -24,20 +28,20 @@ from xclaw.agents.interrupted import (
 )
 from xclaw.agents.registry import READ_TOOLS, WorkerRegistry, WorkerSpec
 from xclaw.agents.routing import Route, Router
-from xclaw.agents.tools import orchestrator_tools
-from xclaw.coding.agent import new_session_id
-from xclaw.coding.toolset import coding_registry
-from xclaw.core.errors import ConfigError
+from xclaw.agents.tools import conversation_tool, orchestrator_tools
+from xclaw.core.errors import ConfigError, ToolError
 from xclaw.core.events import EventBus
 from xclaw.core.hooks import Hooks
 from xclaw.core.limits import Limits
 from xclaw.core.model import Model
 from xclaw.core.resume import InterruptedChoice
-from xclaw.core.state import RunControl, RunResult
+from xclaw.core.sandbox import SandboxSource
+from xclaw.core.state import RunControl, RunResult, new_session_id
 from xclaw.core.tooling import Approver
 from xclaw.models.info import model_info
 from xclaw.policy.approval import ModeApprover
 from xclaw.store.base import Store
+from xclaw.tools.base import Tool, ToolContext
 from xclaw.tools.registry import ToolRegistry
 
 ORCHESTRATOR_PROMPT = """You coordinate a team of worker agents. You plan, split the work, \
@@ -112,6 +116,7 @@ class Orchestrator:
         *,
         store: Store,
         registry: WorkerRegistry,
+        agent_factory: AgentFactory,
         model_for: ModelFactory | None = None,
         model_spec: str | None = None,
         settings: TeamSettings | None = None,
@@ -119,7 +124,7 @@ class Orchestrator:
         ask_approver: Approver | None = None,
         limits: Limits | None = None,
         bus: EventBus | None = None,
-        sandbox: Any = None,
+        sandbox: SandboxSource = None,
         extra_prompt: str = "",
         on_interrupted: OnInterrupted = "skip",
     ) -> None:
@@ -128,6 +133,7 @@ class Orchestrator:
         self.store = store
         self.settings = settings or TeamSettings()
         self.registry = _with_models(registry, self.settings.worker_models)
+        self.agent_factory = agent_factory  # the tree's agents and the tools they pick from
         self.model_spec = model_spec
         self.model_for = model_for or self._resolve_worker_model
         self.approver = approver or default_approver(self.settings.approval)
@@ -140,12 +146,21 @@ class Orchestrator:
 
     @property
     def system_prompt(self) -> str:
-        roster = "\n".join(
+        return f"{ORCHESTRATOR_PROMPT}\n\n{self.roster()}"
+
+    def roster(self) -> str:
+        """The workers (and the team's own instructions) as the orchestrator is told them."""
+        listed = "\n".join(
             f"- {w.name}: {w.prompt.split('.')[0]}. Workspace: {w.workspace}."
             for w in self.registry
         )
         extra = f"\n\n{self.extra_prompt.strip()}" if self.extra_prompt.strip() else ""
-        return f"{ORCHESTRATOR_PROMPT}\n\nWorkers:\n{roster}{extra}"
+        return f"Workers:\n{listed}{extra}"
+
+    def session_team(self, teams: dict[str, list[str]] | None = None) -> SessionTeam:
+        """The team as tools of an ordinary session's agent (a gateway session); ``teams``:
+        the configured teams' members, for messages routed to a team."""
+        return SessionTeam(self, teams)
 
     async def run(
         self,
@@ -237,9 +252,10 @@ class Orchestrator:
         bus.subscribe(budget.listener(model_info(model)))
         for fn in self._forwarders():
             bus.subscribe(fn)
-        agent = worker_agent(tree, spec, workdir, model, bus, parent=None, caller=caller)
-        if route is not None:
-            agent.tree_meta["agents"]["route"] = route
+        extra = {"route": route} if route is not None else None
+        agent = worker_agent(
+            tree, spec, workdir, model, bus, parent=None, caller=caller, meta=extra
+        )
         try:
             return await agent.run(task, control=control, session_id=sid)
         finally:
@@ -253,6 +269,7 @@ class Orchestrator:
             self.project,
             store=self.store,
             registry=registry,
+            agent_factory=self.agent_factory,
             model_for=self.model_for,
             model_spec=self.model_spec,
             settings=settings,
@@ -283,29 +300,30 @@ class Orchestrator:
         caller: str,
         route: dict[str, Any] | None,
         asker: Approver | None = None,
-    ) -> tuple[TreeAgent, Any]:
+    ) -> tuple[SessionRunner, Any]:
         tree = self._tree(sid, control, budget, interrupted, asker)
-        reading = [t for t in coding_registry() if t.name in READ_TOOLS]
+        reading = [t for t in self.agent_factory.tools() if t.name in READ_TOOLS]
         meta = self.settings.to_meta()
         if route is not None:
             meta["route"] = route
-        agent = TreeAgent(
+        settings = AgentSettings(
             self.model,
             self.project,
-            ToolRegistry([*orchestrator_tools(tree), *reading]),
-            approval=self.approver,
-            limits=self.limits,
-            hooks=Hooks(before_model_call=[budget.hook]),
-            bus=self.bus,
-            store=self.store,
-            system_prompt=self.system_prompt,
-            evidence_gate_enabled=False,  # the work is the children's; each is judged apart
+            ToolRegistry([*orchestrator_tools(lambda _ctx: tree), *reading]),
+            self.approver,
+            self.limits,
+            Hooks(before_model_call=[budget.hook]),
+            self.bus,
+            self.store,
+            self.system_prompt,
             model_spec=self.model_spec,
             sandbox=self.sandbox,
             parent_session_id=None,
             caller=caller,
             meta={"agents": meta},
+            evidence_gate=False,  # the work is the children's; each is judged apart
         )
+        agent = self.agent_factory.agent(settings)
         unsubscribe = self.bus.subscribe(budget.listener(model_info(self.model)))
         return agent, unsubscribe
 
@@ -330,6 +348,7 @@ class Orchestrator:
             limits=self.limits,
             budget=budget,
             semaphore=asyncio.Semaphore(self.settings.concurrency),
+            agent_factory=self.agent_factory,
             ask_approver=self.ask_approver,
             interrupted=interrupted,
             interrupted_asker=asker,
@@ -348,6 +367,67 @@ class Orchestrator:
                 hint="Set agents.workers.<name>.model in xclaw.yaml or pass --worker-model.",
             )
         return resolve_model(chosen, project=self.project)
+
+
+SESSION_TEAM_PROMPT = """## Your team
+
+Besides your own tools you can hand work to worker agents, each an agent of its own:
+- agents.delegate {worker, task}: one worker, one task.
+- agents.debate {workers, question, rounds}: several workers answer in parallel; a judge decides.
+- agents.pipeline {steps: [{worker, task}]}: workers in order; {{input}} in a task is the \
+previous step's delivery.
+- agents.open_artifact {pointer}: read a file or diff a worker delivered.
+- agents.ask {worker, message}: continue a worker's own conversation in this chat (it \
+remembers your earlier messages to it).
+A worker sees only the task you write: make it self-contained. Results come back as a \
+summary, data and artifact pointers. A failed child comes back as an error code and a next \
+step: adapt or report it, do not loop. Do simple things yourself."""
+
+
+class SessionTeam:
+    """The team of a session that is not an orchestrator session: a gateway session's agent
+    gets ``tools()`` beside its own and ``prompt()`` in its system prompt. Each run of that
+    agent (the session and control of the call) gets its own tree — budget, semaphore,
+    cancellation — and its children are child sessions of that session. A cut-off call of
+    a resumed child is asked of the session's approver (the channel), as the session's own."""
+
+    def __init__(
+        self, orchestrator: Orchestrator, teams: dict[str, list[str]] | None = None
+    ) -> None:
+        self.orchestrator = orchestrator
+        self.teams = dict(teams or {})
+        self.team: str | None = None  # a routed message's team: its workers only
+        self._tree: TreeContext | None = None
+        self._run: tuple[str, RunControl, str | None] | None = None
+
+    def tree_for(self, ctx: ToolContext) -> TreeContext:
+        if not ctx.session_id:
+            raise ToolError(
+                "Workers can only be started from a recorded session.",
+                code="AGENTS_NO_SESSION",
+                hint="Run this inside a session (xclaw run, xclaw serve).",
+            )
+        control = ctx.control or RunControl()
+        run = self._run
+        if (
+            self._tree is None
+            or run is None
+            or run[0] != ctx.session_id
+            or run[1] is not control
+            or run[2] != self.team
+        ):
+            o = self.orchestrator
+            self._tree = o._tree(ctx.session_id, control, o._budget(), "ask", o.approver)
+            if self.team is not None:
+                self._tree.registry = o.registry.only(self.teams[self.team])
+            self._run = (ctx.session_id, control, self.team)
+        return self._tree
+
+    def tools(self) -> list[Tool]:
+        return [*orchestrator_tools(self.tree_for), conversation_tool(self.tree_for)]
+
+    def prompt(self) -> str:
+        return f"{SESSION_TEAM_PROMPT}\n\n{self.orchestrator.roster()}"
 
 
 def _with_models(registry: WorkerRegistry, models: dict[str, str]) -> WorkerRegistry:

@@ -11,12 +11,13 @@ turn also run concurrently, bounded by the tree's semaphore.)
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from xclaw.agents.children import ChildOutcome, TreeContext, run_child
+from xclaw.agents.children import ChildOutcome, TreeContext, converse, run_child
 from xclaw.agents.deliver import delivery_from_store
 from xclaw.agents.workspace import child_dir
 from xclaw.core.errors import PolicyDenied
@@ -62,8 +63,13 @@ def _brief(outcome: ChildOutcome) -> dict[str, object]:
     return out
 
 
-def orchestrator_tools(tree: TreeContext) -> list[Tool]:
-    """The four tools, bound to one parent session's tree."""
+TreeFor = Callable[[ToolContext], TreeContext]
+"""The tree a call's children belong to: one fixed tree (an ``xclaw agents`` run), or the
+tree of the session making the call (a gateway session's agent serves many turns)."""
+
+
+def orchestrator_tools(tree_for: TreeFor) -> list[Tool]:
+    """The four tools, each call's children in ``tree_for(ctx)``."""
 
     @tool("agents.delegate", risk=Risk.EXECUTE, read_only=True, timeout_s=24 * 3600.0)
     async def delegate(
@@ -78,7 +84,7 @@ def orchestrator_tools(tree: TreeContext) -> list[Tool]:
             worker: The worker's name (coder, reviewer, writer, optimizer, skeptic, ...).
             task: Everything the worker needs: it sees nothing of your conversation.
         """
-        return await run_delegate(tree, ctx.call_id, worker, task)
+        return await run_delegate(tree_for(ctx), ctx.call_id, worker, task)
 
     @tool("agents.debate", risk=Risk.EXECUTE, read_only=True, timeout_s=24 * 3600.0)
     async def debate(
@@ -97,7 +103,7 @@ def orchestrator_tools(tree: TreeContext) -> list[Tool]:
             rounds: Rounds of answers (1-3); from round 2 each sees the others' summaries.
             judge: The worker that weighs the answers and decides.
         """
-        return await run_debate(tree, ctx.call_id, workers, question, rounds, judge)
+        return await run_debate(tree_for(ctx), ctx.call_id, workers, question, rounds, judge)
 
     @tool("agents.pipeline", risk=Risk.EXECUTE, read_only=True, timeout_s=24 * 3600.0)
     async def pipeline(
@@ -112,7 +118,7 @@ def orchestrator_tools(tree: TreeContext) -> list[Tool]:
             steps: [{"worker": name, "task": text with {{input}}}, ...] in order.
             input: What ``{{input}}`` means in the first step (default: empty).
         """
-        return await run_pipeline(tree, ctx.call_id, steps, input)
+        return await run_pipeline(tree_for(ctx), ctx.call_id, steps, input)
 
     @tool("agents.open_artifact", timeout_s=30.0, output_cap=MAX_READ + 2_000)
     def open_artifact(
@@ -129,9 +135,33 @@ def orchestrator_tools(tree: TreeContext) -> list[Tool]:
             offset: First character to return (for long files).
             max_chars: How many characters to return at most.
         """
-        return read_artifact(tree, pointer, offset, max_chars)
+        return read_artifact(tree_for(ctx), pointer, offset, max_chars)
 
     return [delegate, debate, pipeline, open_artifact]
+
+
+def conversation_tool(tree_for: TreeFor) -> Tool:
+    """``agents.ask``: a message to a worker's own conversation in this session."""
+
+    @tool("agents.ask", risk=Risk.EXECUTE, read_only=True, timeout_s=24 * 3600.0)
+    async def ask(
+        ctx: ToolContext,
+        worker: Annotated[str, Field(min_length=1, max_length=32)],
+        message: Annotated[str, Field(min_length=1, max_length=MAX_TASK)],
+    ) -> ToolResult:
+        """Send a message to a worker's own conversation in this session: unlike delegate,
+        which starts fresh each time, the worker remembers your earlier messages to it.
+
+        Args:
+            worker: The worker's name.
+            message: The message; it sees its earlier conversation with you, nothing else.
+        """
+        outcome = await converse(tree_for(ctx), worker, message)
+        if not outcome.ok:
+            return _failed(outcome)
+        return ToolResult.success(outcome.summary, **outcome.public())
+
+    return ask
 
 
 async def run_delegate(tree: TreeContext, call_id: str, worker: str, task: str) -> ToolResult:

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xclaw.dirs import data_dir
-from xclaw.patch.gitio import PatchError, git, git_ok
-from xclaw.patch.worktree import commit_baseline
 from xclaw.tools.atomic import atomic_write_bytes
+from xclaw.worktree.baseline import commit_baseline
+from xclaw.worktree.gitio import PatchError, git, git_ok
 
 
 def workspaces_dir() -> Path:

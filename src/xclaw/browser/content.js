@@ -1,21 +1,51 @@
 // xclaw browser content helper (seed 003 ch. 07): agent ids, distilled HTML, element facts,
 // annotation boxes, popup dismissal and a DOM-quiet wait. One plain script, idempotent:
 // installs window.__xclawContent once (as an init script or evaluated on demand).
+//
+// Frames: a same-origin iframe's document is read in place (its controls get ids from this
+// document's counter). A cross-origin iframe is out of reach: it is written as an empty
+// <iframe data-xclaw-frame="SLOT"> that the tools fill with that frame's own reading (its
+// helper numbers its controls with the frame's prefix, "f1:3").
 (() => {
   if (window.__xclawContent) return;
   const ID = "data-agent-id";
+  const SLOT = "data-xclaw-frame";
   const ids = new WeakMap(); // element -> id
   const byId = new Map(); // id -> element
   let next = 0;
+  let idPrefix = ""; // "f1:" in a cross-origin frame the tools read on their own
+  const INSTANCE = Math.random().toString(36).slice(2, 8);
+  let slots = 0;
+
+  function frameDoc(el) {
+    if (el.localName !== "iframe" && el.localName !== "frame") return null;
+    try {
+      const doc = el.contentDocument;
+      return doc && doc.documentElement ? doc : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function frameSlot(el) {
+    let slot = el.getAttribute(SLOT);
+    if (!slot || slot.indexOf(INSTANCE + "-") !== 0) {
+      slot = INSTANCE + "-" + (++slots);
+      el.setAttribute(SLOT, slot);
+    }
+    return slot;
+  }
+
+  const styleOf = (el) => (el.ownerDocument.defaultView || window).getComputedStyle(el);
 
   const ROLES = new Set([
     "button", "link", "checkbox", "radio", "switch", "tab", "menuitem", "menuitemcheckbox",
     "menuitemradio", "option", "combobox", "textbox", "searchbox", "slider", "spinbutton",
-    "gridcell", "treeitem",
+    "gridcell", "treeitem", "listbox",
   ]);
   const SKIP = new Set([
     "script", "style", "noscript", "template", "svg", "canvas", "link", "meta", "head",
-    "object", "embed", "iframe", "frame", "frameset", "math", "audio", "video", "source",
+    "object", "embed", "frameset", "math", "audio", "video", "source",
     "track", "map", "area", "base",
   ]);
   const KEEP = new Set([
@@ -27,12 +57,15 @@
   const MAX_OPTIONS = 25;
 
   function* elements(root) {
-    // Every element under root, open shadow roots included, in document order.
+    // Every element under root, open shadow roots and same-origin frames included, in
+    // document order.
     const stack = [root];
     while (stack.length) {
       const node = stack.pop();
       const kids = [];
       if (node.shadowRoot) kids.push(...node.shadowRoot.children);
+      const doc = frameDoc(node);
+      if (doc && doc.body) kids.push(doc.body);
       kids.push(...node.children);
       for (let i = kids.length - 1; i >= 0; i--) stack.push(kids[i]);
       if (node !== root) yield node;
@@ -54,7 +87,15 @@
     if (el.isContentEditable && (el.hasAttribute("contenteditable") ||
       !(el.parentElement && el.parentElement.isContentEditable))) return true;
     const role = (el.getAttribute("role") || "").trim().toLowerCase().split(/\s+/)[0];
-    return ROLES.has(role);
+    if (ROLES.has(role)) return true;
+    // Made clickable by a handler, or focusable with a role or a label (its text, or
+    // aria-label): a card, a menu toggle, a focusable list item.
+    if (el.hasAttribute("onclick")) return tag !== "body" && tag !== "html";
+    const tab = el.getAttribute("tabindex");
+    if (tab === null || tab.trim() === "" || +tab < 0 || tag === "body" || tag === "html") {
+      return false;
+    }
+    return !!role || !!squash(el.getAttribute("aria-label")) || /\S/.test(el.textContent || "");
   }
 
   function mark() {
@@ -68,7 +109,7 @@
       if (!mine && el.hasAttribute(ID)) el.removeAttribute(ID); // copied or made by the page
       if (!interactive(el) || !visible(el)) continue;
       if (!mine) {
-        const id = String(++next);
+        const id = idPrefix + String(++next);
         ids.set(el, id);
         byId.set(id, el);
         el.setAttribute(ID, id);
@@ -153,9 +194,10 @@
     const tag = el.localName;
     if (SKIP.has(tag)) return;
     if (tag === "input" && el.type === "hidden") return;
-    const style = getComputedStyle(el);
+    const style = styleOf(el);
     if (style.display === "none") return;
     if (style.display !== "contents" && !visible(el)) return;
+    if (tag === "iframe" || tag === "frame") return renderFrame(el, out);
     const inner = [];
     if (tag === "select") {
       const opts = [...el.options];
@@ -176,18 +218,39 @@
       if (body.trim()) out.push(nl + body + nl);
       return;
     }
-    if (tag === "img" && !el.alt) return;
+    if (tag === "img" && !el.alt && !ids.has(el)) return; // an unnamed image, unless clickable
     const a = attrs(el, body.trim());
     if (!body.trim() && !VOID.has(tag) && !ids.has(el)) return;
     if (VOID.has(tag)) out.push(`${nl}<${tag}${a}>${nl}`);
     else out.push(`${nl}<${tag}${a}>${body.trim()}</${tag}>${nl}`);
   }
 
-  function distill() {
+  function frameTag(el) {
+    const title = squash(el.getAttribute("title") || el.getAttribute("name") || "");
+    return `<iframe${title ? ` title="${esc(clip(title, 80))}"` : ""}`;
+  }
+
+  function renderFrame(el, out) {
+    const doc = frameDoc(el);
+    if (!doc) {
+      // Cross-origin: the tools put that frame's own reading here.
+      const src = clip(el.getAttribute("src") || "", 80);
+      out.push(`\n${frameTag(el)} src="${esc(src)}" ${SLOT}="${frameSlot(el)}"></iframe>\n`);
+      return;
+    }
+    const inner = [];
+    if (doc.body) render(doc.body, inner);
+    const body = inner.join("").trim();
+    if (body) out.push(`\n${frameTag(el)}>\n${body}\n</iframe>\n`);
+  }
+
+  // The whole reading; inFrame: the reading of a cross-origin frame the tools put in place
+  // (no <title>).
+  function distill(inFrame) {
     mark();
     const out = [];
     const title = squash(document.title);
-    if (title) out.push(`<title>${esc(title)}</title>\n`);
+    if (title && !inFrame) out.push(`<title>${esc(title)}</title>\n`);
     if (document.body) render(document.body, out);
     return out.join("").replace(/[ \t]+/g, " ").replace(/ ?\n[\n ]*/g, "\n").trim();
   }
@@ -223,7 +286,7 @@
     const by = el.getAttribute("aria-labelledby");
     if (by) {
       const text = squash(by.split(/\s+/).map((id) => {
-        const t = document.getElementById(id);
+        const t = el.ownerDocument.getElementById(id);
         return t ? t.textContent : "";
       }).join(" "));
       if (text) return text;
@@ -248,7 +311,7 @@
     const tag = el.localName;
     const name = clip(accessibleName(el), 40);
     const field = tag === "input" || tag === "select" || tag === "textarea";
-    let a = attrs(el, field ? "" : name).replace(/^ data-agent-id="\d+"/, "");
+    let a = attrs(el, field ? "" : name).replace(/^ data-agent-id="[^"]+"/, "");
     if (tag === "a") {
       if (name) a = a.replace(/ href="[^"]*"/, ""); // the name says where it goes
       else a = a.replace(/ href="([^"]{40})[^"]+"/, ' href="$1…"');
@@ -266,12 +329,14 @@
     return field || !name ? head : `${head} ${esc(name)}`; // the name ends the line: no quotes
   }
 
-  function interactiveOnly() {
+  function interactiveOnly(inFrame) {
     mark();
     const out = [];
     const title = squash(document.title);
-    if (title) out.push(`<title>${esc(title)}</title>`);
-    out.push("[N] tag attrs name: data-agent-id N ([N,M]: alike); headings #, landmarks <tag>");
+    if (!inFrame) {
+      if (title) out.push(`<title>${esc(title)}</title>`);
+      out.push("[N] tag attrs name: data-agent-id N ([N,M]: alike); headings #, landmarks <tag>");
+    }
     let heading = null; // the latest heading not printed yet
     let open = null; // the landmark element whose tag is open, and its tag
     // Controls that read the same one after the other (the image link and the title link of
@@ -283,10 +348,16 @@
     };
     for (const el of elements(document.body || document.documentElement)) {
       const tag = el.localName;
+      if ((tag === "iframe" || tag === "frame") && !frameDoc(el) && visible(el)) {
+        flush(); // a cross-origin frame: the tools put its controls here
+        const src = clip(el.getAttribute("src") || "", 80);
+        out.push(`${frameTag(el)} src="${esc(src)}" ${SLOT}="${frameSlot(el)}"></iframe>`);
+        continue;
+      }
       if (HEADINGS.has(tag)) {
         const text = clip(squash(el.textContent), 80);
         if (text && visible(el)) heading = "#".repeat(+tag[1]) + " " + esc(text);
-        continue;
+        if (!ids.has(el)) continue; // a focusable heading is a control too: listed below it
       }
       const id = ids.get(el);
       if (!id || byId.get(id) !== el) continue;
@@ -352,8 +423,22 @@
       disabled: !!el.disabled || el.getAttribute("aria-disabled") === "true",
       editable: (tag === "input" && !/^(button|submit|reset|image|checkbox|radio|file|hidden)$/.test(el.type)) ||
         tag === "textarea" || tag === "select" || el.isContentEditable,
-      id: ids.get(el) || "",
+      id: ids.get(el) || el.getAttribute(ID) || "",
     };
+  }
+
+  function viewRect(el) {
+    // el's box in this window's viewport, through the same-origin frames it sits in.
+    const r = el.getBoundingClientRect();
+    let x = r.left, y = r.top;
+    for (let w = el.ownerDocument.defaultView; w && w !== window && w.frameElement;) {
+      const host = w.frameElement;
+      const f = host.getBoundingClientRect();
+      x += f.left + host.clientLeft;
+      y += f.top + host.clientTop;
+      w = host.ownerDocument.defaultView;
+    }
+    return { left: x, top: y, width: r.width, height: r.height };
   }
 
   function boxes() {
@@ -362,19 +447,20 @@
     const W = innerWidth, H = innerHeight;
     for (const [id, el] of byId) {
       if (!el.isConnected || !visible(el)) continue;
-      const r = el.getBoundingClientRect();
-      if (r.width < 1 || r.height < 1 || r.right < 0 || r.bottom < 0 || r.left > W || r.top > H) continue;
+      const r = viewRect(el);
+      if (r.width < 1 || r.height < 1 || r.left + r.width < 0 || r.top + r.height < 0 || r.left > W || r.top > H) continue;
       out.push({ id, x: Math.round(r.left), y: Math.round(r.top), w: Math.round(r.width), h: Math.round(r.height) });
     }
     return out;
   }
 
-  function annotate() {
+  // extra: boxes the tools measured in cross-origin frames, in this viewport's coordinates.
+  function annotate(extra) {
     unannotate();
     const layer = document.createElement("div");
     layer.id = "__xclaw_annotations";
     layer.style.cssText = "position:fixed;inset:0;z-index:2147483647;pointer-events:none";
-    const list = boxes();
+    const list = boxes().concat(Array.isArray(extra) ? extra : []);
     for (const b of list) {
       const box = document.createElement("div");
       box.style.cssText = `position:fixed;left:${b.x}px;top:${b.y}px;width:${b.w}px;height:${b.h}px;` +
@@ -484,7 +570,18 @@
 
   // Installed before the page's own scripts (an init script), read-only and frozen, so a page
   // cannot swap in functions that misreport what a click would hit.
-  const api = { mark, find, distill, interactiveOnly, facts, boxes, annotate, unannotate, dismiss, quiet, deepActive, scroll, interactive, visible };
+  // The id prefix of a cross-origin frame's controls ("f1:"), set once by the tools.
+  function prefix(p) {
+    if (typeof p === "string" && /^f\d+:$/.test(p) && idPrefix !== p) {
+      idPrefix = p;
+      for (const [id, el] of [...byId]) { // renumber what was marked without it
+        if (id.indexOf(p) !== 0) { byId.delete(id); ids.delete(el); el.removeAttribute(ID); }
+      }
+    }
+    return idPrefix;
+  }
+
+  const api = { mark, find, distill, interactiveOnly, facts, boxes, annotate, unannotate, dismiss, quiet, deepActive, scroll, interactive, visible, prefix };
   Object.defineProperty(window, "__xclawContent", {
     value: Object.freeze(api), writable: false, configurable: false, enumerable: false,
   });

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from xclaw.chronos.notify import Notice, Notifier
 from xclaw.chronos.prompt import chronos_system_prompt
@@ -24,6 +24,7 @@ from xclaw.core.hooks import Hooks
 from xclaw.core.limits import Limits
 from xclaw.core.messages import ToolResult
 from xclaw.core.model import Model
+from xclaw.core.sandbox import SandboxSource
 from xclaw.core.state import RunControl, RunResult, RunState, ToolCallRecord
 from xclaw.core.tooling import NO_ACCESS, Answer, ApprovalRequest, Risk
 from xclaw.store.base import Store
@@ -138,7 +139,7 @@ class AgentRunner:
     notifier: Notifier
     model_for: ModelFactory
     bus: EventBus = field(default_factory=EventBus)
-    sandbox: Any = None
+    sandbox: SandboxSource = None
     config: XclawConfig = field(default_factory=XclawConfig)  # the service's, resolved once
 
     def _agent(self, request: RunRequest, approver: UnattendedApprover) -> Agent:

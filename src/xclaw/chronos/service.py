@@ -41,6 +41,7 @@ from xclaw.config import ChronosConfig, ChronosTargetConfig, XclawConfig
 from xclaw.core.errors import ConfigError
 from xclaw.core.events import Event, EventBus
 from xclaw.core.model import Model
+from xclaw.core.sandbox import SandboxSource
 from xclaw.dirs import data_dir
 from xclaw.redact import register_secret
 from xclaw.store.base import Store
@@ -63,7 +64,7 @@ class ServiceOptions:
     channels: Mapping[str, TextSender] = field(default_factory=dict)
     dead_letters: Path | None = None
     stdout: TextIO | None = None
-    sandbox: Any = None
+    sandbox: SandboxSource = None
     notify_sleep: Callable[[float], Any] | None = None
     protocol: str | None = None  # --protocol for every run's model (models.setup)
 

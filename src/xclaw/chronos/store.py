@@ -8,7 +8,6 @@ before its run starts, so a restart never fires the same instant twice; a row st
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sqlite3
 import threading
@@ -21,6 +20,7 @@ from typing import Any, Literal
 
 from xclaw.core.errors import ConfigError
 from xclaw.dirs import data_dir
+from xclaw.store.locks import release_lock, try_lock
 
 __all__ = ["ChronosStore", "FireRecord", "FireStatus", "open_chronos_store"]
 
@@ -109,23 +109,19 @@ class ChronosStore:
         """One scheduler per data file: two would resume the same cut-off runs."""
         if self._scheduler_fd is not None:
             return
-        lock = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        fd = try_lock(self.path.with_name(self.path.name + ".lock"))
+        if fd is None:
             raise ConfigError(
                 "Another chronos scheduler is running on this data (xclaw serve or xclaw "
                 "chronos run).",
                 code="CHRONOS_ALREADY_RUNNING",
                 hint="Stop the other one first; one process schedules the jobs.",
-            ) from None
+            )
         self._scheduler_fd = fd
 
     def release_scheduler(self) -> None:
         if self._scheduler_fd is not None:
-            os.close(self._scheduler_fd)  # closing drops the flock
+            release_lock(self._scheduler_fd)
             self._scheduler_fd = None
 
     @contextmanager

@@ -1,10 +1,10 @@
 """``xclaw agents``: multi-agent runs — an orchestrator delegating to workers.
 
-    xclaw agents run "task" [-C DIR] [--worker-model coder=SPEC] [--concurrency N]
+    xclaw agents run "task" [-C PROJECT] [--worker-model coder=SPEC] [--concurrency N]
                      [--budget-tokens N] [--budget-usd X] [--budget-seconds S]
                      [--team NAME] [--channel C --peer P]
     xclaw agents resume ID [--retry-interrupted | --skip-interrupted]
-    xclaw agents workers [-C DIR]
+    xclaw agents workers [-C PROJECT]
 
 Workers come from the built-in roles and ``agents.workers`` in xclaw.yaml; each child is a
 durable session of its own, shown under its parent by ``xclaw sessions`` and ``xclaw steps``.
@@ -32,6 +32,7 @@ from xclaw.cli.common import (
     make_approver,
     sandbox_factory,
 )
+from xclaw.cli.options import ApprovalOption, ProjectOption, SandboxOption, shown_state
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.core.events import EventBus
 from xclaw.core.state import RunControl, RunResult
@@ -134,7 +135,7 @@ def _finish(result: RunResult, orchestrator: Orchestrator) -> None:
         for child in children:
             worker = str((child.meta.get("agents") or {}).get("worker", ""))
             task = escape(redact(child.title or child.task)[:50])
-            table.add_row(child.id, worker, child.state, task)
+            table.add_row(child.id, worker, shown_state(child.state), task)
         console.print(table)
     if result.reason.startswith("CHILD_PAUSED"):
         from xclaw.agents.interrupted import decide_commands
@@ -149,10 +150,10 @@ def _finish(result: RunResult, orchestrator: Orchestrator) -> None:
 @app.command("run")
 def run(
     task: Annotated[str, typer.Argument(help="What the team should do.")],
-    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
+    directory: ProjectOption = Path("."),
     model: Annotated[str | None, typer.Option("--model", "-m", help="provider:model")] = None,
-    approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
-    sandbox: Annotated[str | None, typer.Option("--sandbox", help="auto|bwrap|host|full")] = None,
+    approval: ApprovalOption = None,
+    sandbox: SandboxOption = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
     worker_model: Annotated[
         list[str] | None,
@@ -294,7 +295,7 @@ def _store() -> Store:
 def resume(
     session_id: Annotated[str, typer.Argument(help="The orchestrator's session id.")],
     model: Annotated[str | None, typer.Option("--model", "-m", help="provider:model")] = None,
-    approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
+    approval: ApprovalOption = None,
     retry_interrupted: Annotated[
         bool, typer.Option("--retry-interrupted", help="Run an interrupted call again.")
     ] = False,
@@ -302,7 +303,7 @@ def resume(
         bool, typer.Option("--skip-interrupted", help="Do not run an interrupted call again.")
     ] = False,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
-    sandbox: Annotated[str | None, typer.Option("--sandbox", help="auto|bwrap|host|full")] = None,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Continue an orchestrator session after a crash or a stop, children included."""
     session = _store().get_session(session_id)
@@ -327,19 +328,21 @@ def resume(
 
 @app.command("workers")
 def workers(
-    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
-    approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
+    directory: ProjectOption = Path("."),
+    approval: ApprovalOption = None,
 ) -> None:
     """The workers an orchestrator of this project can use."""
     from xclaw.agents.config import load_agents_config
     from xclaw.agents.registry import build_registry
-    from xclaw.coding.toolset import coding_registry
+    from xclaw.compose.coding import coding_tools
+    from xclaw.compose.settings import resolve_config
 
     try:
+        cfg = resolve_config(directory.resolve())  # once: the workers, tools and approval
         registry = build_registry(
-            load_agents_config(directory.resolve()),
-            known_tools=[t.name for t in coding_registry()],
-            parent_approval=_effective_approval(approval, None),  # type: ignore[arg-type]
+            load_agents_config(cfg),
+            known_tools=[t.name for t in coding_tools(cfg)],
+            parent_approval=_effective_approval(approval, cfg.approval),  # type: ignore[arg-type]
         )
     except XclawError as err:
         fail(err)

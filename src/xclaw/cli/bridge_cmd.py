@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -16,6 +16,7 @@ from xclaw.core.errors import ConfigError, XclawError
 
 if TYPE_CHECKING:
     from xclaw.bridge.token import BridgeToken
+    from xclaw.config import ModelSettings
     from xclaw.core.model import Model
 
 _MODEL_HELP = (
@@ -94,12 +95,15 @@ def _configured_model(spec: str | None) -> list[str]:
 
 
 def _resolve_all(
-    specs: dict[str, str], base_url: str | None, protocol: str | None = None
+    specs: dict[str, str],
+    base_url: str | None,
+    protocol: str | None = None,
+    settings: Mapping[str, ModelSettings] | None = None,
 ) -> dict[str, Model]:
     from xclaw.models.resolve import resolve_model
 
     return {
-        model_id: resolve_model(spec, base_url=base_url, protocol=protocol)
+        model_id: resolve_model(spec, base_url=base_url, protocol=protocol, model_settings=settings)
         for model_id, spec in specs.items()
     }
 
@@ -132,13 +136,14 @@ def bridge(
     token required."""
     from xclaw.bridge import create_app
     from xclaw.bridge.server import bind, make_server
-    from xclaw.config import load_config
+    from xclaw.compose.settings import resolve_config
 
     try:
         _check_host(host, allow_remote)
         browser_flags(headless, browser_path)
-        specs = parse_model_specs(model or _configured_model(load_config(Path.cwd()).model))
-        models = _resolve_all(specs, base_url, protocol)
+        config = resolve_config(Path.cwd())  # once: the models and their settings
+        specs = parse_model_specs(model or _configured_model(config.model))
+        models = _resolve_all(specs, base_url, protocol, config.models)
         sock = bind(host, port)
         token = announce_token(token_file)
     except XclawError as err:

@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -24,6 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from xclaw.cli.common import ProtocolOption, console, fail
+from xclaw.cli.options import ProjectOption
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.redact import redact
 
@@ -34,13 +35,14 @@ if TYPE_CHECKING:
     from xclaw.compose.sandbox import SandboxPlan
     from xclaw.config import XclawConfig
     from xclaw.core.events import Event
+    from xclaw.sandbox import Backend
     from xclaw.store.base import Store
 
 __all__ = ["app", "build_service"]
 
 app = typer.Typer(help="Scheduled jobs, webhooks and notifications (unattended runs).")
 
-Directory = Annotated[Path, typer.Option("-C", "--directory", help="Project root.")]
+Directory = ProjectOption  # -C/--project, as on every command
 
 
 def build_service(
@@ -69,10 +71,9 @@ def build_service(
     if not (section.jobs or section.hooks or section.subscriptions) and not require:
         return None
     env = {**load_dotenv(root / ".env"), **os.environ}
-    given = sandbox is not None and not isinstance(sandbox, str)
-    chosen: list[Callable[[], Any]] = [sandbox] if given else []  # type: ignore[list-item]
+    chosen: list[SandboxPlan] = [] if sandbox is None or isinstance(sandbox, str) else [sandbox]
 
-    def sandbox_for_run() -> Any:  # chosen at the first run, not for `list` or `pause`
+    def sandbox_for_run() -> Backend:  # chosen at the first run, not for `list` or `pause`
         from xclaw.cli.common import sandbox_factory
 
         if not chosen:

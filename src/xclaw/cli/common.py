@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from xclaw.cli.approve import ConsoleApprover
+from xclaw.cli.options import ProtocolChoice
 from xclaw.core.errors import XclawError
 from xclaw.core.state import RunControl
 from xclaw.core.tooling import Approver
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from xclaw.config import XclawConfig
 
 ProtocolOption = Annotated[
-    str | None,
+    ProtocolChoice | None,
     typer.Option(
         "--protocol",
         help="How tool calls travel: native (the API's tool calls, with text-call repair), "

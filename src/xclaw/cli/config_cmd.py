@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
 
 import typer
 import yaml
 
 from xclaw.cli.common import console, fail
-from xclaw.config import load_config
+from xclaw.cli.options import ProjectOption
+from xclaw.compose.settings import resolve_config
 from xclaw.core.errors import XclawError
 from xclaw.dirs import config_dir, data_dir
 from xclaw.models.presets import get_preset, load_dotenv
@@ -23,12 +23,10 @@ def _mask(value: str) -> str:
 
 
 @app.command("show")
-def show(
-    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
-) -> None:
+def show(directory: ProjectOption = Path(".")) -> None:
     """Print the configuration xclaw would use here; key values are never printed."""
     try:
-        cfg = load_config(directory)
+        cfg = resolve_config(directory)
     except XclawError as err:
         fail(err)
     files = [config_dir() / "xclaw.yaml", directory / "xclaw.yaml"]

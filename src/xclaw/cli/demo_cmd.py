@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.markup import escape
@@ -21,24 +21,28 @@ _URL = re.compile(r"http://127\.0\.0\.1:\d+/?")
 
 def demo(
     directory: Annotated[
-        Path | None, typer.Option("--dir", help="Empty folder to build in.")
+        Path | None,
+        typer.Option(
+            "-C", "--project", help="An empty folder to build in (made if missing; default: new)."
+        ),
     ] = None,
     protocol: Annotated[
-        str, typer.Option("--protocol", help="native (tool calls) or xml (the text protocol)")
+        Literal["native", "xml"],
+        typer.Option("--protocol", help="native (tool calls) or xml (the text protocol)."),
     ] = "native",
 ) -> None:
     """Build, serve, break and fix a small website with a scripted model (no key needed)."""
     from xclaw.coding.demo.run import prepare_dir, run_demo, script_path
-    from xclaw.config import load_config
+    from xclaw.compose.settings import resolve_config
     from xclaw.models.text.model import xml_demo_model
     from xclaw.sandbox.resolve import session_sandbox
 
-    if protocol not in ("native", "xml"):
-        raise typer.BadParameter("--protocol must be native or xml")
     try:
         root = prepare_dir(directory)
     except FileExistsError as err:
-        err_console.print(f"[red]DEMO_DIR_NOT_EMPTY[/]: {err}. Pass --dir with an empty folder.")
+        err_console.print(
+            f"[red]DEMO_DIR_NOT_EMPTY[/]: {err}. Pass -C/--project with an empty folder."
+        )
         raise typer.Exit(2) from None
     console.print(
         "[bold]xclaw demo[/] — a [bold]scripted[/] run: the model's turns come from "
@@ -60,7 +64,7 @@ def demo(
     bus.subscribe(watch)
     chosen = xml_demo_model(script_path()) if protocol == "xml" else None
     try:
-        choice = session_sandbox(load_config(root))
+        choice = session_sandbox(resolve_config(root))
     except XclawError as err:
         fail(err)
     if choice.warning:
@@ -84,5 +88,5 @@ def demo(
     console.print(
         f"\n[green]The dev server answered HTTP 200 at {named[0]} during the run[/] "
         "(it was stopped at the end).\nThis was a scripted model. To drive the same agent with a "
-        'real model: [bold]xclaw run -C DIR --model provider:model "your task"[/].'
+        'real model: [bold]xclaw run -C PROJECT --model provider:model "your task"[/].'
     )

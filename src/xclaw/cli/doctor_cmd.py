@@ -6,13 +6,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from xclaw.cli.common import console
-from xclaw.config import load_config
+from xclaw.cli.options import ProjectOption
+from xclaw.compose.settings import resolve_config
+from xclaw.config import XclawConfig
 from xclaw.core.errors import XclawError
 from xclaw.dirs import data_dir
 
@@ -87,7 +88,7 @@ def _has_session_cookie(profile: Path) -> bool:
     return False
 
 
-def _sandbox_row(directory: Path) -> tuple[str, str, str]:
+def _sandbox_row(cfg: XclawConfig | None) -> tuple[str, str, str]:
     """What the sandbox gives a command here, measured by starting one (see sandbox.probe)."""
     from xclaw.sandbox.bwrap import bwrap_problem
     from xclaw.sandbox.probe import probe_bwrap
@@ -101,8 +102,8 @@ def _sandbox_row(directory: Path) -> tuple[str, str, str]:
             f"host mode: {problem}; commands run unconfined and all but read-only ones ask",
         )
     try:
-        options = session_options(load_config(directory))
-    except XclawError:
+        options = session_options(cfg) if cfg is not None else None
+    except XclawError:  # AGENT_RUN_UID that is no user id: probe with the defaults
         options = None
     report = probe_bwrap(options)
     if report.problems:
@@ -111,11 +112,7 @@ def _sandbox_row(directory: Path) -> tuple[str, str, str]:
     return ("sandbox", "ok", f"bwrap: {report.summary()}")
 
 
-def doctor(
-    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project to check.")] = Path(
-        "."
-    ),
-) -> None:
+def doctor(directory: ProjectOption = Path(".")) -> None:
     """Check python, git, rg, bwrap, chromium, the config and the data directory."""
     table = Table("check", "status", "detail")
     ok = sys.version_info >= (3, 11)
@@ -127,15 +124,17 @@ def doctor(
         else:
             table.add_row(name, "missing" if required else "optional", hint)
             ok = ok and not required
-    table.add_row(*_sandbox_row(directory))
+    cfg: XclawConfig | None = None
+    try:
+        cfg = resolve_config(directory)  # once: the sandbox row and the config row
+        config_row = ("config", "ok", f"model: {cfg.model or '(none: use --model)'}")
+    except XclawError as err:
+        config_row = ("config", "error", str(err))
+        ok = False
+    table.add_row(*_sandbox_row(cfg))
     for row in _browser_rows():
         table.add_row(*row)
-    try:
-        cfg = load_config(directory)
-        table.add_row("config", "ok", f"model: {cfg.model or '(none: use --model)'}")
-    except XclawError as err:
-        table.add_row("config", "error", str(err))
-        ok = False
+    table.add_row(*config_row)
     try:
         d = data_dir()
         probe = d / ".doctor-probe"

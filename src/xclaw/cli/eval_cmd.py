@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from xclaw.cli.common import ProtocolOption, console, err_console, fail
+from xclaw.cli.options import SandboxOption
 from xclaw.core.errors import ConfigError, XclawError
 
 if TYPE_CHECKING:  # the eval modules load the agent: imported when the command runs
@@ -27,7 +28,7 @@ def eval_(
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Cases at once.")] = 1,
     approval: Annotated[
-        str,
+        Literal["deny", "allow"],
         typer.Option(
             "--approval",
             help="deny (default): every policy ask is refused except the case's `allow` "
@@ -40,9 +41,7 @@ def eval_(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write the results as JSON here.")
     ] = None,
-    sandbox: Annotated[
-        str | None, typer.Option("--sandbox", help="auto | bwrap | host (default: auto)")
-    ] = None,
+    sandbox: SandboxOption = None,
     case: Annotated[
         list[str] | None, typer.Option("--case", help="Run only this case id (repeatable).")
     ] = None,
@@ -64,8 +63,6 @@ def eval_(
     """Run a dataset's cases against a model in isolated copies; print and save the results."""
     from xclaw.evals import EvalOptions, load_dataset, print_report, write_results
 
-    if approval not in ("deny", "allow"):
-        raise typer.BadParameter(f"unknown approval mode {approval!r}; use deny or allow")
     try:
         from xclaw.sandbox import requested_mode
 
@@ -84,7 +81,7 @@ def eval_(
         err_console.print(
             "[bold yellow]warning:[/] --approval allow approves every request of every case."
         )
-    mode = cast(Literal["deny", "allow"], approval)
+    mode: Literal["deny", "allow"] = approval
     try:
         from xclaw.compose.settings import resolve_config
 

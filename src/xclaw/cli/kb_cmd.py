@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.markup import escape
@@ -17,25 +17,31 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from xclaw.cli.common import console, err_console, fail
+from xclaw.cli.options import existing_project
 from xclaw.core.errors import XclawError
 
 app = typer.Typer(help="Knowledge base: add, list, remove, search documents.", no_args_is_help=True)
 
 ProjectOption = Annotated[
     Path | None,
-    typer.Option("--project", "-C", help="Use this project's knowledge base, not your own."),
+    typer.Option(
+        "-C",
+        "--project",
+        help="Use this project's knowledge base, not your own.",
+        callback=existing_project,
+    ),
 ]
 
 
 def _open_kb(project: Path | None, chunk_size: int | None = None) -> Any:
     """The knowledge base and its store, imported on use so `xclaw --help` stays quick."""
-    from xclaw.config import load_config
+    from xclaw.compose.settings import resolve_config
     from xclaw.memory.kb import KnowledgeBase
     from xclaw.memory.runtime import default_scopes
     from xclaw.memory.settings import open_memory_store
 
     root = project.resolve() if project is not None else None
-    store = open_memory_store(load_config(root or Path.cwd()))
+    store = open_memory_store(resolve_config(root or Path.cwd()))
     scopes = default_scopes(root)
     scope = scopes.project if root is not None and scopes.project else scopes.user
     extra = {"chunk_size": chunk_size} if chunk_size else {}
@@ -57,8 +63,9 @@ def add(
         int | None, typer.Option(min=32, max=2000, help="Approximate tokens per chunk.")
     ] = None,
 ) -> None:
-    """Index files and folders; a changed file replaces its old chunks, an unchanged one is
-    skipped."""
+    """Index files and folders (Markdown, text, HTML, PDF).
+
+    A changed file replaces its old chunks; an unchanged one is skipped."""
     try:
         kb = _open_kb(project, chunk_size)
         try:
@@ -157,12 +164,13 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for, in any language.")],
     project: ProjectOption = None,
     k: Annotated[int, typer.Option("-k", min=1, max=50)] = 5,
-    mode: Annotated[str, typer.Option(help="hybrid | vector | keyword")] = "hybrid",
+    mode: Annotated[
+        Literal["hybrid", "vector", "keyword"],
+        typer.Option(help="hybrid: meaning and words; vector: meaning; keyword: words."),
+    ] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Search the knowledge base; every passage comes with its citation."""
-    if mode not in ("hybrid", "vector", "keyword"):
-        raise typer.BadParameter("mode must be hybrid, vector or keyword")
     try:
         kb = _open_kb(project)
         try:

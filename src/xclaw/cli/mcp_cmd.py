@@ -6,33 +6,34 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.markup import escape
 from rich.prompt import Confirm
 
 from xclaw.cli.common import console, fail
+from xclaw.cli.options import ProjectOption
 from xclaw.core.errors import ConfigError, XclawError
 
 app = typer.Typer(
     help="MCP servers: list them, trust a project's, serve xclaw's tools.", no_args_is_help=True
 )
 
-DirOption = Annotated[Path, typer.Option("-C", "--dir", help="The project directory.")]
+DirOption = ProjectOption  # -C/--project, as on every command
 
 
 def _root(path: Path) -> Path:
     root = path.expanduser().resolve()
     if not root.is_dir():
-        fail(ConfigError(f"Project directory {root} does not exist.", hint="Pass -C DIR."))
+        fail(
+            ConfigError(
+                f"The project directory {root} does not exist.",
+                code="PROJECT_NOT_FOUND",
+                hint="Pass an existing directory with -C/--project.",
+            )
+        )
     return root
-
-
-def _section(root: Path) -> dict[str, Any]:
-    from xclaw.config import load_config
-
-    return dict(load_config(root).mcp)
 
 
 @app.command("list")
@@ -40,13 +41,16 @@ def list_servers(
     directory: DirOption = Path("."),
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Servers from your config and the project's .mcp.json, with their tools, resources
-    and prompts (usable servers are started to ask them, then stopped)."""
+    """Servers from your config and the project's .mcp.json, with their tools.
+
+    Resources and prompts are listed too; usable servers are started to ask them, then
+    stopped."""
+    from xclaw.compose.settings import resolve_config
     from xclaw.mcp.runtime import describe_servers
 
     root = _root(directory)
     try:
-        rows = asyncio.run(describe_servers(root, _section(root)))
+        rows = asyncio.run(describe_servers(root, dict(resolve_config(root).mcp)))
     except XclawError as err:
         fail(err)
     if as_json:
@@ -89,8 +93,10 @@ def trust_server(
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm.")] = False,
     revoke: Annotated[bool, typer.Option("--revoke", help="Withdraw the trust.")] = False,
 ) -> None:
-    """Allow a project's server to start: its exact definition is remembered in your data
-    dir; any later change to it needs a new trust."""
+    """Allow a project's server (from its .mcp.json) to start.
+
+    Its exact definition is remembered in your data dir; any later change to it needs a new
+    trust."""
     from xclaw.mcp import trust
     from xclaw.mcp.settings import project_servers
 
@@ -134,7 +140,7 @@ def trust_server(
 def serve(
     directory: DirOption = Path("."),
     approval: Annotated[
-        str,
+        Literal["deny", "allow"],
         typer.Option(
             "--approval",
             help="deny (default): calls the policy would ask about are refused, since no human "
@@ -142,7 +148,7 @@ def serve(
         ),
     ] = "deny",
     tool_names: Annotated[
-        str | None,
+        Literal["underscore", "dotted"] | None,
         typer.Option(
             "--tool-names",
             help="underscore: fs_read (the default, accepted by every client); dotted: fs.read. "
@@ -151,18 +157,15 @@ def serve(
     ] = None,
 ) -> None:
     """Serve xclaw's coding tools over MCP on stdio, the policy enforced by xclaw."""
-    from xclaw.config import load_config
+    from xclaw.compose.coding import coding_tools
+    from xclaw.compose.settings import resolve_config
     from xclaw.mcp.serve import serve_stdio
     from xclaw.mcp.settings import serve_settings
     from xclaw.sandbox.resolve import session_sandbox
 
-    if approval not in ("deny", "allow"):
-        fail(ConfigError(f"--approval must be deny or allow, not {approval!r}."))
-    if tool_names not in (None, "underscore", "dotted"):
-        fail(ConfigError(f"--tool-names must be underscore or dotted, not {tool_names!r}."))
     root = _root(directory)
     try:
-        config = load_config(root)
+        config = resolve_config(root)  # once: the sandbox, the tools and their names
         names = tool_names or serve_settings(config.mcp).tool_names
         choice = session_sandbox(config)
     except XclawError as err:
@@ -175,6 +178,7 @@ def serve(
                 root,
                 "allow" if approval == "allow" else "deny",
                 choice.sandbox,
+                registry=coding_tools(config),
                 tool_names="dotted" if names == "dotted" else "underscore",
             )
         )

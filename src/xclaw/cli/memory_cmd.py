@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.markup import escape
@@ -32,10 +32,10 @@ KindOption = Annotated[
 
 
 def _store() -> Any:
-    from xclaw.config import load_config
+    from xclaw.compose.settings import resolve_config
     from xclaw.memory.settings import open_memory_store
 
-    return open_memory_store(load_config(Path.cwd()))
+    return open_memory_store(resolve_config(Path.cwd()))
 
 
 def _scopes(raw: list[str] | None) -> list[Any]:
@@ -124,11 +124,12 @@ def search(
     scope: ScopeOption = None,
     kind: KindOption = None,
     k: Annotated[int, typer.Option("-k", min=1, max=50)] = 5,
-    mode: Annotated[str, typer.Option(help="hybrid | vector | keyword")] = "hybrid",
+    mode: Annotated[
+        Literal["hybrid", "vector", "keyword"],
+        typer.Option(help="hybrid: meaning and words; vector: meaning; keyword: words."),
+    ] = "hybrid",
 ) -> None:
     """Search memories as recall does."""
-    if mode not in ("hybrid", "vector", "keyword"):
-        raise typer.BadParameter("mode must be hybrid, vector or keyword")
     try:
         store = _store()
         try:

@@ -5,19 +5,25 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from xclaw.cli.common import ProtocolOption, console, fail
 from xclaw.cli.local_models_cmd import list_local, pull
+from xclaw.cli.options import ProjectOption
 from xclaw.core.errors import XclawError
 from xclaw.core.messages import Message, ToolCallPart, ToolResult, ToolResultPart
 from xclaw.core.model import Model, ModelRequest, TextDelta, ToolCallEvent
 from xclaw.models.presets import list_presets
 from xclaw.models.probe import PROBE_TOOL, PROBE_VALUE, Detected, ProbeCache
+
+if TYPE_CHECKING:
+    from xclaw.config import ModelSettings
 
 app = typer.Typer(
     help="Model providers: list presets, probe a model, pull local models.", no_args_is_help=True
@@ -27,24 +33,47 @@ app.command("list-local")(list_local)
 
 
 @app.command("list")
-def list_models() -> None:
-    """Provider presets: API, base URL, key variable (and whether it is set), window, prices."""
-    table = Table("provider", "api", "base url", "key", "window", "$/M in", "$/M out")
-    for p in list_presets():
-        key = (
-            "-"
-            if not p.key_env
-            else f"{p.key_env} ({'set' if os.environ.get(p.key_env) else 'unset'})"
-        )
-        table.add_row(
+def list_models(
+    as_json: Annotated[bool, typer.Option("--json", help="Every field, as JSON.")] = False,
+) -> None:
+    """Provider presets: key variable (and whether it is set), window, prices, API, URL.
+
+    Yours from ~/.config/xclaw/models.yaml are listed with the packaged ones. The API and
+    base URL columns show on a terminal of 120 columns or more (or use --json)."""
+    try:
+        presets = list_presets()
+    except XclawError as err:  # a mistake in your models.yaml
+        fail(err)
+    if as_json:
+        from xclaw.redact import redact_json  # a header of your models.yaml may hold a key
+
+        dumped = redact_json([p.model_dump(mode="json") for p in presets])
+        typer.echo(json.dumps(dumped, indent=2))
+        return
+    # The provider and the key variable are what you type: never cut, whatever the width.
+    wide = console.width >= 120
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("provider", no_wrap=True)
+    table.add_column("key variable", no_wrap=True)
+    table.add_column("set", no_wrap=True)
+    table.add_column("window", justify="right", no_wrap=True)
+    table.add_column("$/M in", justify="right", no_wrap=True)
+    table.add_column("$/M out", justify="right", no_wrap=True)
+    if wide:
+        table.add_column("api", no_wrap=True)
+        table.add_column("base url", overflow="fold")
+    for p in presets:
+        row = [
             p.name,
-            p.api,
-            p.base_url or "(--base-url)",
-            key,
+            p.key_env or "-",
+            "" if not p.key_env else ("yes" if os.environ.get(p.key_env) else "no"),
             str(p.capabilities.context_window),
             "" if p.price_input is None else f"{p.price_input:g}",
             "" if p.price_output is None else f"{p.price_output:g}",
-        )
+        ]
+        if wide:
+            row += [p.api, p.base_url or "(--base-url)"]
+        table.add_row(*row)
     console.print(table)
     console.print(
         "Use --model PROVIDER:MODEL, e.g. openai:gpt-4.1 or ollama:qwen2.5-coder; "
@@ -104,20 +133,26 @@ async def probe_model(model: Model) -> dict[str, Any]:
 def probe(
     model: Annotated[str, typer.Argument(help="provider:model")],
     base_url: Annotated[str | None, typer.Option("--base-url")] = None,
-    directory: Annotated[Path, typer.Option("-C", "--directory")] = Path("."),
+    directory: ProjectOption = Path("."),
     protocol: ProtocolOption = None,
 ) -> None:
-    """Check that MODEL makes a strict tool call and continues after its result, on its tool
-    channel; when that channel carries no call, also through the XML protocol. The answer
-    is what `protocol: auto` uses: it is cached for the model (shown under "protocol")."""
+    """Check that MODEL makes a tool call and goes on after its result.
+
+    The check runs on the model's tool channel; when that channel carries no call, also
+    through the XML protocol. The answer is what `protocol: auto` uses: it is cached for the
+    model (shown under "protocol")."""
+    from xclaw.compose.settings import resolve_config
     from xclaw.models.resolve import check_protocol, resolve_model
 
     try:
         check_protocol(protocol)
-        chosen = resolve_model(model, base_url=base_url, project=directory, protocol="native")
+        settings = resolve_config(directory).models  # once: both probes and the plan
+        chosen = resolve_model(
+            model, base_url=base_url, project=directory, protocol="native", model_settings=settings
+        )
     except XclawError as err:
         fail(err)
-    report = asyncio.run(_probe(chosen, model, base_url, directory, protocol))
+    report = asyncio.run(_probe(chosen, model, base_url, directory, protocol, settings))
     typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
     usable = [report, report.get("xml") or {}]
     ok = any(r.get("strict_tool_call") and r.get("result_continuation") for r in usable)
@@ -125,17 +160,21 @@ def probe(
 
 
 async def _probe(
-    chosen: Model, spec: str, base_url: str | None, directory: Path, protocol: str | None
+    chosen: Model,
+    spec: str,
+    base_url: str | None,
+    directory: Path,
+    protocol: str | None,
+    settings: Mapping[str, ModelSettings],
 ) -> dict[str, Any]:
     """The native round trip on the adapter itself (no repair), the protocol it implies,
     and, when that is xml, the round trip through the XML protocol."""
-    from xclaw.config import load_config
     from xclaw.models.info import primary
     from xclaw.models.resolve import check_protocol, resolve_model
     from xclaw.models.setup import plan_for
 
     adapter = primary(chosen)
-    plan = plan_for(adapter, spec, load_config(directory).models, check_protocol(protocol))
+    plan = plan_for(adapter, spec, settings, check_protocol(protocol))
     report = await probe_model(adapter)
     if plan is None or "error" in report:
         return report
@@ -152,6 +191,8 @@ async def _probe(
         "cache_file": str(cache.path),
     }
     if detected == "xml":
-        xml = resolve_model(spec, base_url=base_url, project=directory, protocol="xml")
+        xml = resolve_model(
+            spec, base_url=base_url, project=directory, protocol="xml", model_settings=settings
+        )
         report["xml"] = await probe_model(xml)
     return report

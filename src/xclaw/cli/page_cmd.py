@@ -11,24 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from xclaw.cli.common import err_console, fail
 from xclaw.core.errors import ConfigError, XclawError
 
-if TYPE_CHECKING:  # the page package imports Playwright: only when a page command runs
-    from xclaw.page.snapshot import Snapshot, SnapshotOptions
-
 app = typer.Typer(help="The page agent: see a page as the model does, or run a task on it.")
-
-_VIEWPORT = {"width": 1280, "height": 800}
 
 
 def target_url(target: str) -> str:
@@ -43,30 +36,6 @@ def target_url(target: str) -> str:
         code="PAGE_TARGET_INVALID",
         hint="Give a full URL (https://...) or the path of an HTML file.",
     )
-
-
-async def take_snapshot(
-    url: str, options: SnapshotOptions, *, headless: bool | None, browser: str | None
-) -> Snapshot:
-    """Open ``url`` in a fresh context of a new browser, let it settle, and snapshot it."""
-    from xclaw.browser import BrowserOptions
-    from xclaw.browser.session import BrowserPool
-    from xclaw.page.driver import PageDriver
-
-    extra = tuple(shlex.split(os.environ.get("XCLAW_BROWSER_ARGS", "")))
-    pool = BrowserPool(BrowserOptions(executable=browser, headless=headless, args=extra))
-    try:
-        context = await pool.new_context(viewport=_VIEWPORT)
-        driver = PageDriver(await context.new_page())
-        await driver.install()
-        await driver.navigate("goto", url=url)
-        try:
-            await driver.wait("wait_for_stable", quietMs=300, timeout=3000)
-        except XclawError:
-            pass  # a page that never stops changing is snapshotted as it is
-        return await driver.snapshot(options)
-    finally:
-        await pool.close()
 
 
 @app.command("snapshot")
@@ -84,13 +53,13 @@ def snapshot(
     ] = None,
 ) -> None:
     """Print the page as the page agent's model sees it (first-round snapshot budgets)."""
+    from xclaw.compose.page import PageFlags, snapshot_page
     from xclaw.page.snapshot import FIRST_ROUND
 
     options = replace(FIRST_ROUND, viewport_only=viewport_only)
+    flags = PageFlags(headless=headless, browser=browser)
     try:
-        snap = asyncio.run(
-            take_snapshot(target_url(target), options, headless=headless or None, browser=browser)
-        )
+        snap = asyncio.run(snapshot_page(target_url(target), options, flags))
     except XclawError as err:
         fail(err)
     if as_json:

@@ -1,15 +1,13 @@
 """``xclaw page run URL "task"``: the WebAgent on a live page, with the live view.
 
 The model is resolved as ``xclaw run`` resolves it (``--model``, XCLAW_MODEL, ``model:`` in
-xclaw.yaml); with none configured the command stops with MODEL_NOT_CONFIGURED.
+xclaw.yaml); with none configured the command stops with MODEL_NOT_CONFIGURED. The agent is
+assembled by ``xclaw.compose.page``; this module parses the flags and renders.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import shlex
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,22 +16,22 @@ from rich.console import Console
 from rich.markup import escape
 
 from xclaw.cli.common import console, fail, install_interrupt, make_approver
+from xclaw.cli.options import ApprovalOption
 from xclaw.cli.render import LiveView
-from xclaw.compose.settings import resolve_config
+from xclaw.compose.page import DEFAULT_MAX_ROUNDS
+from xclaw.compose.settings import Overrides, resolve_config
 from xclaw.core.errors import XclawError
 from xclaw.core.events import EventBus
 from xclaw.core.state import RunControl
 from xclaw.redact import redact
 
 if TYPE_CHECKING:
-    from xclaw.core.model import Model
-    from xclaw.core.tooling import Approver
+    from xclaw.compose.page import PageRuntime
     from xclaw.page.agent import AgentLoopResult
     from xclaw.page.callbacks import WebAgentCallbacks
     from xclaw.page.metrics import AgentLoopMetrics
 
 EXIT_CODES = {"completed": 0, "failed": 1, "interrupted": 3}
-_VIEWPORT = {"width": 1280, "height": 800}
 
 
 def live_callbacks(out: Console) -> WebAgentCallbacks:
@@ -74,57 +72,6 @@ def metrics_line(m: AgentLoopMetrics) -> str:
     )
 
 
-async def run_page_task(
-    model: Model,
-    url: str,
-    task: str,
-    *,
-    headless: bool,
-    browser: str | None,
-    max_rounds: int,
-    approver: Approver,
-    allow_hosts: Sequence[str] = (),
-) -> AgentLoopResult:
-    """Open ``url`` in a fresh browser context (as ``xclaw page snapshot`` does) and chat."""
-    from xclaw.browser import BrowserOptions
-    from xclaw.browser.session import BrowserPool
-    from xclaw.page.agent import WebAgent
-    from xclaw.page.driver import PageDriver
-    from xclaw.tools.base import Workspace
-    from xclaw.tools.browser_guard import NavigationGuard, NavigationRules
-
-    bus = EventBus()
-    bus.subscribe(LiveView(console))
-    extra = tuple(shlex.split(os.environ.get("XCLAW_BROWSER_ARGS", "")))
-    pool = BrowserPool(BrowserOptions(executable=browser, headless=headless or None, args=extra))
-    try:
-        context = await pool.new_context(viewport=_VIEWPORT)
-        # Every later request is judged by the browsing policy; the address typed here is
-        # the user's own choice, so the first goto is approved by the driver.
-        rules = NavigationRules(allow_hosts=allow_hosts)
-        rules.attach(Workspace(Path.cwd()))
-        driver = PageDriver(await context.new_page(), guard=NavigationGuard(rules))
-        await driver.install()
-        await driver.navigate("goto", url=url)
-        agent = WebAgent(
-            model,
-            driver,
-            max_rounds=max_rounds,
-            callbacks=live_callbacks(console),
-            approval=approver,
-            bus=bus,
-        )
-        control = RunControl()
-        remove = install_interrupt(control)
-        try:
-            return await agent.chat(task, control=control)
-        finally:
-            remove()
-    finally:
-        await pool.close()
-        await model.aclose()
-
-
 def run(
     url: Annotated[str, typer.Argument(help="The page: a URL or an HTML file.")],
     task: Annotated[str, typer.Argument(help="What to do on it, e.g. 'click A -> fill B'.")],
@@ -133,33 +80,39 @@ def run(
     browser: Annotated[
         str | None, typer.Option("--browser", help="Chromium/Chrome executable to use.")
     ] = None,
-    max_rounds: Annotated[int, typer.Option("--max-rounds", min=1)] = 40,
-    approval: Annotated[
-        str | None, typer.Option("--approval", help="ask | deny | allow, for risky tools")
-    ] = None,
+    max_rounds: Annotated[int, typer.Option("--max-rounds", min=1)] = DEFAULT_MAX_ROUNDS,
+    approval: ApprovalOption = None,
 ) -> None:
     """Run the page agent on a live page (seed 002's WebAgent), showing each round."""
     from xclaw.cli.page_cmd import target_url
-    from xclaw.models.resolve import resolve_model
+    from xclaw.compose.page import PageFlags, build_page
 
     try:
-        cfg = resolve_config(Path.cwd())  # once: the model and the browsing policy follow it
-        resolved = resolve_model(model or cfg.model, project=Path.cwd(), model_settings=cfg.models)
         target = target_url(url)
-        approver = make_approver(approval or cfg.approval)
-        result = asyncio.run(
-            run_page_task(
-                resolved,
-                target,
-                task,
-                headless=headless,
-                browser=browser,
-                max_rounds=max_rounds,
-                approver=approver,
-                allow_hosts=cfg.browsing.allow_hosts,
-            )
+        cfg = resolve_config(Path.cwd())  # once: the model and the browsing policy follow it
+        runtime = build_page(
+            cfg,
+            Path.cwd(),
+            Overrides(model=model, approval=approval),
+            PageFlags(headless=headless, browser=browser, max_rounds=max_rounds),
+            approver_for=make_approver,
         )
+        result = asyncio.run(_drive(runtime, target, task))
     except XclawError as err:
         fail(err)
     print_page_summary(console, result)
     raise typer.Exit(EXIT_CODES[result.status])
+
+
+async def _drive(runtime: PageRuntime, url: str, task: str) -> AgentLoopResult:
+    """The run with the live view, stopped by Ctrl-C like ``xclaw run``."""
+    bus = EventBus()
+    bus.subscribe(LiveView(console))
+    control = RunControl()
+    remove = install_interrupt(control)
+    try:
+        return await runtime.run(
+            url, task, bus=bus, callbacks=live_callbacks(console), control=control
+        )
+    finally:
+        remove()

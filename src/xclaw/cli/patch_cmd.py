@@ -6,19 +6,17 @@ import asyncio
 import json
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.markup import escape
 
 from xclaw.cli.common import console, fail
-from xclaw.config import load_config
 from xclaw.core.errors import XclawError
 from xclaw.core.events import Event, EventBus
-from xclaw.patch import JobRecord, JobStore, PatchJob, Target
+from xclaw.patch import JobRecord, JobStore, Target
 from xclaw.patch.engine import apply_job, revert_job
-from xclaw.patch.job import MODES, Mode, PatchLimits
-from xclaw.patch.paths import editable_lockfiles
+from xclaw.patch.job import MODES, Mode
 from xclaw.patch.worktree import clean_interrupted, worktree_path
 
 app = typer.Typer(help="Change jobs: the agent edits an isolated copy; you review and apply.")
@@ -74,32 +72,31 @@ def _print(record: JobRecord, store: JobStore) -> None:
 def run(
     instruction: Annotated[list[str], typer.Argument(help="One per --target, in order.")],
     target: Annotated[list[str], typer.Option("--target", help='FILE[:LINE] "instruction"')],
-    directory: Annotated[Path, typer.Option("-C", help="The project (git top level).")] = Path("."),
+    directory: Annotated[
+        Path, typer.Option("-C", "--project", help="The project (git top level).")
+    ] = Path("."),
     model: Annotated[str | None, typer.Option("--model", help="Model spec.")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="review | auto | trusted-auto")] = "review",
+    mode: Annotated[
+        Literal["review", "auto", "trusted-auto"],
+        typer.Option(
+            "--mode",
+            help="review: you apply; auto and trusted-auto write your tree (patch.allow_modes).",
+        ),
+    ] = "review",
     include_local_changes: Annotated[bool, typer.Option("--include-local-changes")] = False,
 ) -> None:
     """Start a change job and wait for it; prints its diff and checks."""
-    from xclaw.models.resolve import resolve_model
+    from xclaw.compose.patch import JobRequest, build_patch
+    from xclaw.compose.settings import Overrides, resolve_config
 
     if mode not in MODES:
         raise typer.BadParameter(f"--mode must be one of {', '.join(MODES)}")
     try:
-        cfg = load_config(directory)
+        cfg = resolve_config(directory)  # once: model, checks, limits, modes and sandbox
         bus = EventBus()
         bus.subscribe(_progress)
-        job = PatchJob(
-            resolve_model(model or cfg.model, project=directory, model_settings=cfg.models),
-            directory,
-            _targets(target, instruction),
-            mode=_mode(mode),
-            include_local_changes=include_local_changes,
-            consent=include_local_changes or mode == "trusted-auto",
-            checks=cfg.checks,
-            limits=PatchLimits(editable_lockfiles=editable_lockfiles(cfg.patch.editable_lockfiles)),
-            bus=bus,
-            allowed_modes=tuple(cfg.patch.allow_modes),
-        )
+        request = JobRequest(_targets(target, instruction), _mode(mode), include_local_changes)
+        job = build_patch(cfg, directory, Overrides(model=model), request, bus=bus)
         record = asyncio.run(job.run())
     except XclawError as err:
         fail(err)

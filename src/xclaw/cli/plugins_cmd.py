@@ -16,15 +16,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from xclaw.cli.common import console, fail
+from xclaw.cli.options import ProjectOption
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.plugins.discovery import PluginCandidate, discover, user_plugin_dir
 from xclaw.plugins.state import PluginState, folder_digest
 
 app = typer.Typer(help="Plugins: tools, services and hooks added without forking.")
 
-DirOption = Annotated[
-    Path, typer.Option("-C", "--directory", help="Project root (for its .xclaw/plugins).")
-]
+DirOption = ProjectOption  # -C/--project: its .xclaw/plugins, as on every command
 
 
 def _find(plugin_id: str, directory: Path) -> PluginCandidate:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -39,7 +39,8 @@ def _tools(name: str) -> list[ToolSpec]:
 def parse(
     file: Annotated[str, typer.Argument(help="A file holding one model reply, or - for stdin.")],
     tools_from: Annotated[
-        str, typer.Option("--tools-from", help="Tool set to validate against: coding | none.")
+        Literal["coding", "none"],
+        typer.Option("--tools-from", help="The tool set to validate against."),
     ] = "coding",
 ) -> None:
     """Parse one reply; print the turn or the structured error as JSON (exit 1 on an error)."""
@@ -63,7 +64,7 @@ def parse(
 @app.command("prompt")
 def prompt(
     tools_from: Annotated[
-        str, typer.Option("--tools-from", help="Tool set to describe: coding | none.")
+        Literal["coding", "none"], typer.Option("--tools-from", help="The tool set to describe.")
     ] = "coding",
 ) -> None:
     """Print the <agent_protocol> block that opens a text-protocol conversation."""

@@ -11,7 +11,6 @@ from rich.markup import escape
 from xclaw.core.events import Event
 from xclaw.core.model import Model
 from xclaw.core.state import RunResult
-from xclaw.models.info import model_info
 from xclaw.redact import LineRedactor, redact, redact_json
 
 
@@ -190,6 +189,8 @@ def print_summary(console: Console, result: RunResult, model: Model | None = Non
     tokens = ""
     if m.input_tokens is not None or m.output_tokens is not None:
         tokens = f" · tokens in {m.input_tokens or 0} out {m.output_tokens or 0}"
+        from xclaw.models.info import model_info  # prices: the presets, read when needed
+
         cost = model_info(model).cost(m.input_tokens, m.output_tokens) if model else None
         if cost is not None:
             tokens += f" · ≈${cost:.4f}"

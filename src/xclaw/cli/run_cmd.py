@@ -29,9 +29,14 @@ from xclaw.cli.common import (
     make_approver,
     show_sandbox,
 )
+from xclaw.cli.options import (
+    ApprovalOption,
+    ProjectOption,
+    SandboxOption,
+    TraceChoice,
+)
 from xclaw.cli.render import LiveView, print_summary
 from xclaw.cli.web import attach_web_relay, browser_flags, saved_web_base_url
-from xclaw.compose.settings import Overrides, resolve_config
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.core.events import EventBus
 from xclaw.core.resume import InterruptedChoice
@@ -41,6 +46,7 @@ if TYPE_CHECKING:
     from xclaw.browser.session import BrowserPool, BrowserSession
     from xclaw.coding.agent import Agent
     from xclaw.compose.coding import CodingRuntime
+    from xclaw.compose.settings import Overrides
     from xclaw.config import XclawConfig
     from xclaw.store.base import SessionRecord
 
@@ -128,7 +134,7 @@ def _build(config: XclawConfig, directory: Path, overrides: Overrides) -> Coding
 
 
 TraceOption = Annotated[
-    str | None,
+    TraceChoice | None,
     typer.Option(
         "--trace",
         help="Print the run's OpenTelemetry spans on stderr: console (readable) or json "
@@ -146,12 +152,10 @@ def _finish(result: RunResult, agent: Agent) -> None:
 
 def run(
     task: Annotated[str, typer.Argument(help="What the agent should do.")],
-    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
+    directory: ProjectOption = Path("."),
     model: Annotated[str | None, typer.Option("--model", "-m", help="provider:model")] = None,
-    approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
-    sandbox: Annotated[
-        str | None, typer.Option("--sandbox", help="auto | bwrap | host | full (default auto)")
-    ] = None,
+    approval: ApprovalOption = None,
+    sandbox: SandboxOption = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
     headless: HeadlessOption = False,
     browser_path: BrowserOption = None,
@@ -173,6 +177,8 @@ def run(
     ] = False,
 ) -> None:
     """Run the coding agent on a project (recorded as a session you can resume)."""
+    from xclaw.compose.settings import Overrides, resolve_config  # the config: on use
+
     session = browser_session(browser_headed) if browser else None
     try:
         browser_flags(headless, browser_path)
@@ -218,7 +224,7 @@ def _session_to_resume(
     raise ConfigError(
         f"No unfinished session for {root}.",
         code="SESSION_NOT_FOUND",
-        hint="Pass a session id (see `xclaw sessions`) or -C the project directory.",
+        hint="Pass a session id (see `xclaw sessions`), or the project with -C/--project.",
     )
 
 
@@ -227,12 +233,12 @@ def resume(
         str | None,
         typer.Argument(
             help="Session id (see `xclaw sessions`); default: the latest unfinished "
-            "session of the -C directory."
+            "session of the -C project."
         ),
     ] = None,
-    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
+    directory: ProjectOption = Path("."),
     model: Annotated[str | None, typer.Option("--model", "-m", help="provider:model")] = None,
-    approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
+    approval: ApprovalOption = None,
     retry_interrupted: Annotated[
         bool,
         typer.Option("--retry-interrupted", help="Run a call that was interrupted mid-way again."),
@@ -248,9 +254,7 @@ def resume(
     ] = False,
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1)] = None,
     base_url: Annotated[str | None, typer.Option("--base-url")] = None,
-    sandbox: Annotated[
-        str | None, typer.Option("--sandbox", help="auto | bwrap | host | full")
-    ] = None,
+    sandbox: SandboxOption = None,
     headless: HeadlessOption = False,
     browser_path: BrowserOption = None,
     browser: BrowserToolsOption = False,
@@ -259,6 +263,8 @@ def resume(
     protocol: ProtocolOption = None,
 ) -> None:
     """Continue a session after a crash, a stop or a pause, without redoing side effects."""
+    from xclaw.compose.settings import Overrides, resolve_config  # the config: on use
+
     try:
         if retry_interrupted and skip_interrupted:
             raise ConfigError("Choose one of --retry-interrupted and --skip-interrupted.")

@@ -6,16 +6,16 @@ import os
 import signal
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.markup import escape
 
 from xclaw.cli.common import ProtocolOption, console, err_console, fail, show_sandbox
+from xclaw.cli.options import ProjectOption, SandboxOption
 from xclaw.core.errors import ConfigError, XclawError
 
 if TYPE_CHECKING:
-    from xclaw.config import XclawConfig
     from xclaw.gateway.auth import GatewayAuth
 
 __all__ = ["serve"]
@@ -66,13 +66,6 @@ def channel_env(root: Path) -> dict[str, str]:
     return {**load_dotenv(root / ".env"), **os.environ}
 
 
-def _redis_url(config: XclawConfig) -> str | None:
-    """``XCLAW_REDIS_URL``, else ``gateway: {redis_url: ...}`` of the resolved configuration."""
-    from xclaw.gateway.fanout import REDIS_URL_ENV
-
-    return os.environ.get(REDIS_URL_ENV, "").strip() or config.gateway.redis_url or None
-
-
 def _interrupt(_sig: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
@@ -80,11 +73,9 @@ def _interrupt(_sig: int, _frame: FrameType | None) -> None:
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8787,
-    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
+    directory: ProjectOption = Path("."),
     model: Annotated[str | None, typer.Option("--model", "-m", help="provider:model")] = None,
-    sandbox: Annotated[
-        str | None, typer.Option("--sandbox", help="auto | bwrap | host | full (default auto)")
-    ] = None,
+    sandbox: SandboxOption = None,
     token_file: Annotated[
         Path | None, typer.Option("--token-file", help="Bearer token file (made if missing).")
     ] = None,
@@ -102,8 +93,8 @@ def serve(
         ),
     ] = 300.0,
     log_format: Annotated[
-        str | None,
-        typer.Option("--log-format", help="text | json (default: $XCLAW_LOG_FORMAT or text)."),
+        Literal["text", "json"] | None,
+        typer.Option("--log-format", help="Default: $XCLAW_LOG_FORMAT, else text."),
     ] = None,
     memory: Annotated[
         bool,
@@ -135,13 +126,15 @@ def serve(
     ] = 8.0,
     protocol: ProtocolOption = None,
 ) -> None:
-    """Serve the gateway: web UI at /, WebSocket at /ws (for the UI and `xclaw chat`),
-    Prometheus metrics at /metrics (with the token)."""
+    """Serve the gateway: the web UI, `xclaw chat` and the chat channels on one port.
+
+    The web UI is at /, the WebSocket at /ws (for the UI and `xclaw chat`), Prometheus
+    metrics at /metrics (with the token)."""
     from xclaw.compose.assistant import build_assistant
     from xclaw.compose.coding import open_configured_store
     from xclaw.compose.settings import Overrides, resolve_config
     from xclaw.gateway.channels.configured import configured_channels
-    from xclaw.gateway.fanout import make_fanout
+    from xclaw.gateway.fanout import make_fanout, redis_url
     from xclaw.gateway.gateway import Gateway
     from xclaw.gateway.server import GatewayServer, create_app
     from xclaw.obs.logs import configure_logging
@@ -163,7 +156,7 @@ def serve(
             store,
             workdir=root,
             approval_timeout=approval_timeout,
-            fanout=make_fanout(_redis_url(config), lease_ttl=lease_ttl),
+            fanout=make_fanout(redis_url(config), lease_ttl=lease_ttl),
         )
         channels = configured_channels(gateway, channel_env(root))
         from xclaw.cli.chronos_cmd import build_service

@@ -5,16 +5,25 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from xclaw.cli.common import console, fail
+from xclaw.cli.options import (
+    ProjectFilterOption,
+    ProjectOption,
+    ShownState,
+    shown_phase,
+    shown_state,
+    stored_state,
+)
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.redact import redact
 from xclaw.store.base import SessionRecord, Store
+from xclaw.store.children import child_links
 
 
 def open_store() -> Store:
@@ -40,19 +49,15 @@ def _session(store: Store, session_id: str) -> SessionRecord:
 
 
 def sessions(
-    state: Annotated[str | None, typer.Option(help="init|running|paused|success|failed")] = None,
-    directory: Annotated[
-        Path | None, typer.Option("-C", "--directory", help="Only this project.")
-    ] = None,
+    state: Annotated[ShownState | None, typer.Option(help="Only sessions in this state.")] = None,
+    directory: ProjectFilterOption = None,
     search: Annotated[str | None, typer.Option("--search", help="Text in the task.")] = None,
     limit: Annotated[int, typer.Option(min=1)] = 30,
 ) -> None:
-    """List recorded sessions, newest first."""
-    if state is not None and state not in ("init", "running", "paused", "success", "failed"):
-        raise typer.BadParameter("state must be init, running, paused, success or failed")
+    """List recorded sessions, newest first (multi-agent children under their parent)."""
     root = str(directory.resolve()) if directory else None
     found = open_store().list_sessions(
-        state=state,  # type: ignore[arg-type]
+        state=stored_state(state) if state else None,  # type: ignore[arg-type]
         root=root,
         text=search,
         limit=limit,
@@ -62,8 +67,8 @@ def sessions(
     for s, depth in _as_tree(found):
         table.add_row(
             ("  " * (depth - 1) + "└ " if depth else "") + s.id,
-            s.state,
-            s.phase,
+            shown_state(s.state),
+            shown_phase(s.phase),
             _when(s.updated_at),
             s.root,
             escape(redact(s.title or s.task)[:60]),
@@ -100,7 +105,7 @@ def _processes(store: Store, session_id: str) -> list[dict[str, Any]]:
             started[data["processId"]] = data
         elif entry.name == "process.stop":
             started.pop(str(entry.arguments.get("process_id")), None)
-    from xclaw.tools._proctree import is_alive
+    from xclaw.sandbox.proctree import is_alive
 
     alive = []
     for proc in started.values():
@@ -114,9 +119,7 @@ def _processes(store: Store, session_id: str) -> list[dict[str, Any]]:
     return alive
 
 
-def status(
-    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
-) -> None:
+def status(directory: ProjectOption = Path(".")) -> None:
     """The current (latest) session of this project: its state, phase and processes."""
     from xclaw.sandbox.orphans import reap_orphans
 
@@ -129,7 +132,9 @@ def status(
         console.print(f"no session for {directory.resolve()}")
         raise typer.Exit(0)
     s = found[0]
-    console.print(f"[bold]{s.id}[/] {s.state} · phase {s.phase} · updated {_when(s.updated_at)}")
+    phase = shown_phase(s.phase)
+    at = f" · {phase}" if phase else ""
+    console.print(f"[bold]{s.id}[/] {shown_state(s.state)}{at} · updated {_when(s.updated_at)}")
     console.print(f"task: {escape(redact(s.task))}")
     if s.meta.get("last_reason"):
         console.print(f"last stop: {escape(str(s.meta['last_reason']))}")
@@ -169,20 +174,15 @@ def _step_rows(store: Store, table: Table, session_id: str, indent: str) -> None
             ms,
             escape(redact(detail)),
         )
-    children = store.list_children(session_id)
-    if not children:
-        return
-    by_call = {e.call_id: e.step_id for e in store.load_ledger(session_id)}
-    for child in children:
-        info = child.meta.get("agents") or {}
-        call = str(info.get("call") or "").split("|", 1)[0]
+    for link in child_links(store, session_id):
+        child = link.session
         short = child.id.removeprefix(session_id)
         table.add_row(
             f"{indent}└ {short}",
             "child",
-            str(info.get("worker") or child.model),
-            child.state,
-            by_call.get(call, ""),
+            link.worker,
+            shown_state(child.state),
+            link.step_id,
             f"{(child.updated_at - child.created_at) * 1000:.0f}",
             escape(redact(child.title or child.task)[:70]),
         )
@@ -228,7 +228,7 @@ def fork(
     try:
         store = open_store()
         _session(store, session_id)
-        from xclaw.coding.agent import new_session_id
+        from xclaw.core.state import new_session_id
 
         new = store.fork(session_id, step_id, new_session_id())
     except KeyError:
@@ -247,21 +247,37 @@ def fork(
 
 def export(
     session_id: Annotated[str, typer.Argument()],
-    fmt: Annotated[str, typer.Option("--format", help="codex | claude-code | jsonl")] = "jsonl",
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="File to write.")] = None,
+    fmt: Annotated[
+        Literal["codex", "claude-code", "jsonl"],
+        typer.Option(
+            "--format",
+            help="codex: a Codex CLI rollout (`codex resume` lists it); claude-code: a Claude "
+            "Code transcript; jsonl: xclaw's own.",
+        ),
+    ] = "jsonl",
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="File to write; a directory takes the file under the name the format's tool "
+            "looks for (codex: -o ~/.codex/sessions puts it where `codex resume` lists it).",
+        ),
+    ] = None,
 ) -> None:
     """Export a session transcript (secrets redacted, no protocol text or tool catalogue)."""
-    if fmt not in ("codex", "claude-code", "jsonl"):
-        raise typer.BadParameter("format must be codex, claude-code or jsonl")
     try:
         store = open_store()
         session = _session(store, session_id)
     except XclawError as err:
         fail(err)
-    from xclaw.store.export import export_session
+    from xclaw.store.export import export_name, export_session
 
-    lines = export_session(fmt, session, store.load_items(session_id))  # type: ignore[arg-type]
+    lines = export_session(fmt, session, store.load_items(session_id))
     text = "\n".join(lines) + "\n"
+    if output is not None and output.is_dir():
+        output = output / export_name(fmt, session)
+        output.parent.mkdir(parents=True, exist_ok=True)
     if output is None:
         typer.echo(text, nl=False)
     else:

@@ -11,15 +11,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from xclaw.cli.common import console, fail
+from xclaw.cli.options import ProjectOption
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.skills.catalog import SkillCatalog, SkillStatus, skill_dirs, user_skill_dir
 from xclaw.skills.skill import SKILL_FILE, read_skill
 
 app = typer.Typer(help="Skills: SKILL.md instructions the agent loads when a task needs them.")
 
-DirOption = Annotated[
-    Path, typer.Option("-C", "--directory", help="Project root (for its skill folders).")
-]
+DirOption = ProjectOption  # -C/--project: its skill folders, as on every command
 
 
 def _catalog(directory: Path) -> SkillCatalog:

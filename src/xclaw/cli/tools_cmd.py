@@ -6,12 +6,13 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.table import Table
 
 from xclaw.cli.common import console, fail, make_approver
+from xclaw.cli.options import ApprovalOption, ProjectOption, SandboxOption
 from xclaw.core.dispatch import run_tool_calls
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.core.events import EventBus
@@ -21,6 +22,9 @@ from xclaw.core.state import RunState
 from xclaw.core.tooling import Approver, Policy, Toolbox
 from xclaw.dirs import run_output_dir
 from xclaw.redact import redact_json
+
+if TYPE_CHECKING:
+    from xclaw.config import XclawConfig
 
 app = typer.Typer(help="Inspect and call tools directly.", no_args_is_help=True)
 
@@ -62,19 +66,25 @@ def list_tools(
 
 
 async def call_once(
-    name: str, arguments: object, root: Path, approver: Approver, sandbox: str | None = None
+    name: str,
+    arguments: object,
+    root: Path,
+    approver: Approver,
+    sandbox: str | None = None,
+    *,
+    config: XclawConfig,
 ) -> ToolResult:
-    from xclaw.coding.toolset import coding_registry
-    from xclaw.config import load_config
+    """One call of ``name`` in ``root``, with the sandbox and tools of the resolved ``config``."""
+    from xclaw.compose.coding import coding_tools
     from xclaw.policy.engine import PolicyEngine
     from xclaw.sandbox.resolve import session_sandbox
     from xclaw.tools.base import Workspace
 
-    choice = session_sandbox(load_config(root), sandbox)
+    choice = session_sandbox(config, sandbox)
     workspace = Workspace(root, output_dir=run_output_dir("tools-call"), sandbox=choice.sandbox)
     if choice.warning:  # stderr: stdout carries the result as JSON
         typer.echo(f"warning: {choice.warning}", err=True)
-    deps = _CallDeps(coding_registry().bind(workspace), PolicyEngine(workspace), approver)
+    deps = _CallDeps(coding_tools(config).bind(workspace), PolicyEngine(workspace), approver)
     state = RunState("tools-call", f"call {name}", [])
     # Non-object JSON goes through as-is: prepare() answers it with TOOL_ARGUMENTS_INVALID.
     args = cast(dict[str, Any], arguments)
@@ -89,16 +99,14 @@ async def call_once(
 def call(
     name: Annotated[str, typer.Argument(help="Tool name, e.g. fs.read")],
     args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
-    directory: Annotated[Path, typer.Option("-C", "--directory", help="Project root.")] = Path("."),
-    approval: Annotated[str | None, typer.Option("--approval", help="ask | deny | allow")] = None,
-    sandbox: Annotated[
-        str | None, typer.Option("--sandbox", help="auto | bwrap | host | full")
-    ] = None,
+    directory: ProjectOption = Path("."),
+    approval: ApprovalOption = None,
+    sandbox: SandboxOption = None,
 ) -> None:
     """Run one tool call through validation, policy and approval; print the ToolResult."""
+    from xclaw.compose.settings import resolve_config
+
     try:
-        if not directory.is_dir():
-            raise ConfigError(f"Project directory {directory} does not exist.")
         try:
             arguments = json.loads(args)
         except json.JSONDecodeError as err:
@@ -107,8 +115,10 @@ def call(
                 code="TOOL_ARGUMENTS_INVALID",
                 hint="Pass a JSON object.",
             ) from None
+        root = directory.resolve()
+        config = resolve_config(root)  # once: the sandbox and the tools
         result = asyncio.run(
-            call_once(name, arguments, directory.resolve(), make_approver(approval), sandbox)
+            call_once(name, arguments, root, make_approver(approval), sandbox, config=config)
         )
     except XclawError as err:
         fail(err)

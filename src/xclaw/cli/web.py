@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from rich.markup import escape
 
 from xclaw.cli.common import console
-from xclaw.core.events import EVENT_TYPES, Event, EventBus
+from xclaw.core.events import EventBus
 from xclaw.redact import redact
 
 
@@ -29,12 +29,7 @@ def attach_web_relay(model: Any, bus: EventBus) -> None:
     relay = relay_of(model)
     if relay is None:
         return
-
-    def event(kind: str, payload: dict[str, Any]) -> None:
-        if kind in EVENT_TYPES:
-            bus.emit(Event(kind, "", 0, dict(payload)))  # type: ignore[arg-type]
-
-    relay.event = event
+    relay.to_bus(bus)
     relay.takeover = show_takeover
 
 

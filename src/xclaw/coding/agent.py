@@ -7,10 +7,10 @@ without redoing completed side effects.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import inspect
 import os
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
@@ -28,14 +28,15 @@ from xclaw.context.tokens import counter_for_model
 from xclaw.core.dispatch import emit
 from xclaw.core.errors import ConfigError
 from xclaw.core.events import Event, EventBus, EventType
-from xclaw.core.hooks import BeforeModelCall, Hooks
+from xclaw.core.hooks import BeforeModelCall, Hooks, RequestView
 from xclaw.core.limits import Limits
 from xclaw.core.loop import LoopDeps, finish, run_loop
 from xclaw.core.messages import Message, ToolCallPart, ToolResultPart
 from xclaw.core.model import Model
 from xclaw.core.recorder import NULL_RECORDER, Recorder
 from xclaw.core.resume import RESUME_REMINDER, InterruptedChoice, settle_pending
-from xclaw.core.state import RunControl, RunResult, RunState, ToolCallRecord
+from xclaw.core.sandbox import SandboxSource, sandbox_from
+from xclaw.core.state import RunControl, RunResult, RunState, ToolCallRecord, new_session_id
 from xclaw.core.tooling import Approver
 from xclaw.dirs import run_output_dir
 from xclaw.models.compact import compact_specs, is_small_window, schema_chars
@@ -44,16 +45,17 @@ from xclaw.models.info import window_info
 from xclaw.policy.approval import ModeApprover
 from xclaw.policy.engine import PolicyEngine
 from xclaw.store.base import SessionRecord, Store, TranscriptItem
-from xclaw.store.recorder import SessionRecorder
-from xclaw.store.transcript import items_to_messages
+from xclaw.store.locks import session_lock
+from xclaw.store.recorder import LiveTranscript, SessionRecorder
 from xclaw.tools.base import Tool, Workspace
 from xclaw.tools.registry import ToolRegistry
 
 KeepProcesses = Callable[[list[dict[str, Any]]], bool | Awaitable[bool]]
 
-
-def new_session_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+# Between turns an agent keeps the transcripts of its last few sessions (a gateway's agent
+# runs one): the next turn checks them against the store instead of reading them again.
+KEPT_SESSIONS = 4
+KEPT_ITEMS = 20_000
 
 
 class Agent:
@@ -78,7 +80,10 @@ class Agent:
         model_protocol: str | None = None,
         context_budget: bool = True,
         prompt_reserve: int = 0,
-        sandbox: Any = None,
+        sandbox: SandboxSource = None,
+        parent_session_id: str | None = None,
+        caller: str | None = None,
+        session_meta: dict[str, Any] | None = None,
     ) -> None:
         root = Path(workdir).expanduser()
         if not root.is_dir():
@@ -109,13 +114,24 @@ class Agent:
         # Tokens hooks add to each request after the budget fits the conversation (recalled
         # memories, a loaded skill): kept free in the window.
         self.prompt_reserve = max(0, prompt_reserve)
-        # A SandboxChoice-like factory result, a Sandbox, or None for the default (auto).
-        self.sandbox_factory = sandbox
+        # Each run's sandbox: one for all runs, a factory, or None (the workspace's default).
+        self.sandbox_factory: SandboxSource = sandbox
+        # A new session's place in a multi-agent tree (the session that started it, who sent
+        # its task: "user" or "agent") and what else its meta holds (the tree's ``agents``).
+        self.parent_session_id = parent_session_id
+        self.caller = caller
+        self.session_meta = dict(session_meta or {})
+        self._transcripts: dict[str, LiveTranscript] = {}  # see _continue
+        self._view: tuple[tuple[Path, Path], RequestView] | None = None  # see _relative_paths
 
     async def run(
         self, task: str, *, control: RunControl | None = None, session_id: str | None = None
     ) -> RunResult:
         sid = session_id or new_session_id()
+        with self._exclusive(sid):
+            return await self._run(task, control, sid)
+
+    async def _run(self, task: str, control: RunControl | None, sid: str) -> RunResult:
         now = time.time()
         session = SessionRecord(
             sid,
@@ -143,7 +159,9 @@ class Agent:
             recorder=recorder,
         )
         state.append(Message.user(task_message(task)), "user_input")
-        return await self._drive(state, self._workspace(sid))
+        result = await self._drive(state, self._workspace(sid))
+        self._keep(recorder)
+        return result
 
     async def resume(
         self,
@@ -157,11 +175,19 @@ class Agent:
 
         The result's tool calls and metrics cover the whole session, earlier runs included.
         """
+        with self._exclusive(session_id):
+            return await self._resume(session_id, control, interrupted, fresh_context)
+
+    async def _resume(
+        self,
+        session_id: str,
+        control: RunControl | None,
+        interrupted: InterruptedChoice | None,
+        fresh_context: bool,
+    ) -> RunResult:
         store = self._require_store()
         session = self._resumable_session(store, session_id)
-        items, history = _load_history(store, session_id)
-        recorder = SessionRecorder(store, session, new=False)
-        recorder.resume_from(items)
+        recorder, history, turn = self._continue(store, session)
         prompt = str(session.meta.get("system_prompt") or self.system_prompt)
         messages = [Message.system(prompt), *history]
         state = RunState(
@@ -170,7 +196,7 @@ class Agent:
             messages,
             control=control or RunControl(),
             recorder=recorder,
-            turn=max((i.turn for i in items), default=0),
+            turn=turn,
         )
         recorder.begin()
         # From the whole history: a fresh context must not make a fake replay its script.
@@ -186,9 +212,11 @@ class Agent:
             note = await reopen_conversation(self.model, session.meta)
             if note:
                 self.bus.emit(Event("conversation.created", session_id, state.turn, {"note": note}))
-        return await self._drive(
+        result = await self._drive(
             state, workspace, settle=interrupted, resuming=True, fresh_context=restart
         )
+        self._keep(recorder)
+        return result
 
     async def follow_up(
         self, session_id: str, text: str, *, control: RunControl | None = None
@@ -199,15 +227,17 @@ class Agent:
         settled as skipped (never run again), the message is appended and the loop runs until
         the model answers again.
         """
+        with self._exclusive(session_id):
+            return await self._follow_up(session_id, text, control)
+
+    async def _follow_up(self, session_id: str, text: str, control: RunControl | None) -> RunResult:
         store = self._require_store()
         session = store.get_session(session_id)
         if session is None:
             raise ConfigError(f"There is no session {session_id!r}.", code="SESSION_NOT_FOUND")
         if session.pending:  # a paused decision belongs to `xclaw resume`
             raise ConfigError(_paused_reason(session.pending), code="SESSION_PAUSED")
-        items, history = _load_history(store, session_id)
-        recorder = SessionRecorder(store, session, new=False)
-        recorder.resume_from(items)
+        recorder, history, turn = self._continue(store, session)
         prompt = str(session.meta.get("system_prompt") or self.system_prompt)
         state = RunState(
             session_id,
@@ -215,20 +245,22 @@ class Agent:
             [Message.system(prompt), *history],
             control=control or RunControl(),
             recorder=recorder,
-            turn=max((i.turn for i in items), default=0),
+            turn=turn,
         )
         recorder.begin()
         self.model.restore(state.messages)
         workspace = self._workspace(session_id)
         self._restore_evidence(state, workspace)
         # After the cut-off calls are settled (in order), the user's message comes next.
-        return await self._drive(
+        result = await self._drive(
             state,
             workspace,
             settle="skip",
             resuming=True,
             fresh_context=lambda: state.append(Message.user(text), "user_input"),
         )
+        self._keep(recorder)
+        return result
 
     def _restore_evidence(self, state: RunState, workspace: Workspace) -> None:
         """Earlier runs' tool calls count for the completion gate, checkpoints and metrics;
@@ -253,14 +285,19 @@ class Agent:
 
     def _workspace(self, session_id: str) -> Workspace:
         """A run's workspace; its sandbox is new for the session (one network, one pool)."""
-        factory = self.sandbox_factory
-        sandbox = factory() if callable(factory) else factory
+        sandbox = sandbox_from(self.sandbox_factory)
         return Workspace(self.workdir, output_dir=run_output_dir(session_id), sandbox=sandbox)
 
     def run_sync(self, task: str, **kwargs: Any) -> RunResult:
         return asyncio.run(self.run(task, **kwargs))
 
     # -- internals ------------------------------------------------------------------------
+    def _exclusive(self, session_id: str) -> contextlib.AbstractContextManager[None]:
+        """One run of a recorded session at a time, across processes (``SESSION_BUSY``)."""
+        if self.store is None:  # nothing recorded: nothing two runs could corrupt
+            return contextlib.nullcontext()
+        return session_lock(session_id)
+
     def _require_store(self) -> Store:
         if self.store is None:
             raise ConfigError(
@@ -293,11 +330,54 @@ class Agent:
         return session
 
     def _recorder(self, session: SessionRecord, *, new: bool) -> Recorder:
+        if new:  # set before the session row is first written: the link lands in its commit
+            session.parent_session_id = self.parent_session_id
+            session.caller = self.caller
+            session.meta.update(self.session_meta)
         if self.store is None:
             return NULL_RECORDER
-        recorder = SessionRecorder(self.store, session, new=new)
+        live = LiveTranscript(session, (0, 0, 0), []) if new else None
+        recorder = SessionRecorder(self.store, session, new=new, transcript=live)
         recorder.begin()
         return recorder
+
+    def _continue(
+        self, store: Store, session: SessionRecord
+    ) -> tuple[SessionRecorder, list[Message], int]:
+        """The recorder continuing ``session``, its history and its last turn: what this
+        agent kept from its last run of it, if the store holds nothing else since (checked
+        by its counters, one small query), else the transcript read from the store."""
+        live = self._transcripts.pop(session.id, None)
+        if live is not None:
+            counters = store.counters(session.id)
+            if live.matches(session, counters):
+                recorder = SessionRecorder(
+                    store, session, new=False, counters=counters, transcript=live
+                )
+                recorder.llm_step = live.llm_step
+                return recorder, live.messages.messages(), live.turn
+        items, live = _load_history(store, session)
+        recorder = SessionRecorder(store, session, new=False, transcript=live)  # counters now
+        last_seq = items[-1].seq if items else 0
+        if recorder.committed[1] == last_seq:
+            live.counters = recorder.committed
+        else:  # written to between the two reads: used for this run, not kept
+            recorder.transcript = None
+        recorder.llm_step = live.llm_step
+        return recorder, live.messages.messages(), live.turn
+
+    def _keep(self, recorder: Recorder) -> None:
+        """After a run: its session's transcript, as committed, for the next turn (the most
+        recent few sessions, none longer than ``KEPT_ITEMS`` items)."""
+        if not isinstance(recorder, SessionRecorder) or recorder.transcript is None:
+            return
+        live = recorder.transcript
+        if live.messages.count > KEPT_ITEMS:
+            return
+        self._transcripts.pop(live.session_id, None)
+        self._transcripts[live.session_id] = live
+        while len(self._transcripts) > KEPT_SESSIONS:
+            del self._transcripts[next(iter(self._transcripts))]
 
     def _fresh_context(self, state: RunState, store: Store, session: SessionRecord) -> None:
         """Restart the model context from the latest checkpoint instead of the history."""
@@ -321,12 +401,12 @@ class Agent:
                 before_model_call=self._context_hooks() + self._conversation_hooks(),
                 after_tools=[checkpoint_hook(workspace, self.checkpoint_every)],
                 # last, so what other views add (memories, skills) is covered too
-                request_view=[relative_paths_view([workspace.root, self.workdir])],
+                request_view=[self._relative_paths(workspace)],
             )
         )
         deps = LoopDeps(
             self.model,
-            self.registry.bind(workspace),
+            self.registry.bind(workspace, session_id=state.session_id, control=state.control),
             PolicyEngine(workspace),
             self.approver,
             self.bus,
@@ -358,6 +438,15 @@ class Agent:
             if workspace.sandbox is not None and not kept:
                 await workspace.sandbox.close()
         return replace(result, changed_files=list(workspace.changed_files), kept_processes=kept)
+
+    def _relative_paths(self, workspace: Workspace) -> RequestView:
+        """The relative-paths view, kept across runs: a message of the kept history is
+        rewritten once, not once a turn. Its roots are the workdir and its realpath as the
+        workspace resolved it just now, so a root that moved gets a view of its own."""
+        roots = (workspace.root, self.workdir)
+        if self._view is None or self._view[0] != roots:
+            self._view = (roots, relative_paths_view(roots))
+        return self._view[1]
 
     def _listen_to_failovers(self, deps: LoopDeps, state: RunState) -> OnEvent | None:
         """Retries and failovers of a model chain become run events (the caller's listener
@@ -430,8 +519,10 @@ class Agent:
         return []
 
 
-def _load_history(store: Store, session_id: str) -> tuple[list[TranscriptItem], list[Message]]:
-    """A session's transcript and its messages.
+def _load_history(
+    store: Store, session: SessionRecord
+) -> tuple[list[TranscriptItem], LiveTranscript]:
+    """A session's transcript, and its messages (counters not known yet).
 
     The cyclic GC is paused meanwhile: tens of thousands of new, acyclic objects would set off
     repeated collections, a quarter of the time of resuming a 10,000-step session.
@@ -439,8 +530,8 @@ def _load_history(store: Store, session_id: str) -> tuple[list[TranscriptItem], 
     enabled = gc.isenabled()
     gc.disable()
     try:
-        items = store.load_items(session_id)
-        return items, items_to_messages(i.payload for i in items)
+        items = store.load_items(session.id)
+        return items, LiveTranscript(session, (-1, -1, -1), items)
     finally:
         if enabled:
             gc.enable()

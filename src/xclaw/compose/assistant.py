@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xclaw.compose.agents import session_team
 from xclaw.compose.coding import coding_tools, face_model, memory_for, with_memory
 from xclaw.compose.sandbox import SandboxPlan, plan_sandbox
 from xclaw.compose.settings import Overrides, limits_for
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from xclaw.config import XclawConfig
     from xclaw.core.events import EventBus
     from xclaw.core.model import Model
+    from xclaw.core.origin import SessionOrigin
     from xclaw.core.tooling import Approver
     from xclaw.memory.base import MemoryStore
     from xclaw.memory.runtime import MemoryRuntime
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["Assistant", "AssistantRuntime", "SessionExtras", "build_assistant", "observed"]
 
 log = logging.getLogger("xclaw.serve")
-AgentFactory = Callable[["EventBus", "Approver"], "Agent"]
+AgentFactory = Callable[["EventBus", "Approver", "SessionOrigin"], "Agent"]
 
 
 @dataclass(slots=True)
@@ -179,24 +181,45 @@ def session_factory(
     config, root = runtime.config, runtime.root
     limits = limits_for(config, overrides)
 
-    def make(bus: EventBus, approver: Approver) -> Agent:
+    def make(bus: EventBus, approver: Approver, origin: SessionOrigin) -> Agent:
         model, chosen = face_model(config, root, overrides)
         extras = runtime.for_session(model, SYSTEM_PROMPT)
-        return Agent(
-            model,
+        serve_team = session_team(
+            config,
             root,
-            tools=extras.registry,
-            approval=approver,
-            limits=limits,
-            hooks=extras.hooks,
-            bus=bus,
+            overrides,
             store=store,
-            system_prompt=extras.system_prompt,
-            model_spec=chosen,
-            model_protocol=overrides.protocol,
+            model=(model, chosen),
+            bus=bus,
+            approver=approver,
             sandbox=sandbox,
-            prompt_reserve=extras.prompt_reserve,
         )
+        if serve_team is not None:  # the seed's orchestrator: the assistant with team tools
+            for t in serve_team.team.tools():
+                extras.registry.register(t)
+            extras.system_prompt = f"{extras.system_prompt}\n\n{serve_team.team.prompt()}"
+        settings: dict[str, Any] = {
+            "tools": extras.registry,
+            "approval": approver,
+            "limits": limits,
+            "hooks": extras.hooks,
+            "bus": bus,
+            "store": store,
+            "system_prompt": extras.system_prompt,
+            "model_spec": chosen,
+            "model_protocol": overrides.protocol,
+            "sandbox": sandbox,
+            "prompt_reserve": extras.prompt_reserve,
+        }
+        if serve_team is not None and serve_team.router is not None:
+            from xclaw.agents.session_routing import SessionRouting
+            from xclaw.compose.routing import RoutingAgent
+
+            routing = SessionRouting(
+                serve_team.team, serve_team.router, channel=origin.channel, peer=origin.peer
+            )
+            return RoutingAgent(model, root, routing=routing, **settings)
+        return Agent(model, root, **settings)
 
     return make
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xclaw.compose.sandbox import SandboxPlan, plan_sandbox
+from xclaw.compose.sandbox import plan_sandbox
 from xclaw.compose.settings import Overrides, approval_mode, limits_for, mode_approver
 from xclaw.config import XclawConfig
 
@@ -30,12 +30,12 @@ if TYPE_CHECKING:
     from xclaw.core.limits import Limits
     from xclaw.core.model import Model
     from xclaw.core.resume import InterruptedChoice
+    from xclaw.core.sandbox import Sandbox, SandboxFactory, SandboxSource
     from xclaw.core.state import RunControl, RunResult
     from xclaw.core.tooling import Approver
     from xclaw.memory.runtime import MemoryRuntime
     from xclaw.obs.tracing import Tracing
     from xclaw.plugins.extensions import Extensions
-    from xclaw.sandbox import Sandbox
     from xclaw.store.base import Store
     from xclaw.tools.base import Tool
     from xclaw.tools.registry import ToolRegistry
@@ -155,7 +155,7 @@ class CodingRuntime:
 
     agent: Agent
     config: XclawConfig
-    sandbox: SandboxPlan | Callable[[], Sandbox]  # each run's new sandbox
+    sandbox: Sandbox | SandboxFactory  # each run's (a plan: a new one per run)
     extensions: Extensions | None = None
     memory: MemoryRuntime | None = None
     tracing: Tracing | None = None
@@ -295,14 +295,14 @@ def build_coding(
     model: Model | None = None,
     surface: Surface | None = None,
     face: CodingFace | None = None,
-    sandbox: SandboxPlan | Callable[[], Sandbox] | None = None,
+    sandbox: SandboxSource = None,
     model_spec: str | None = None,
 ) -> CodingRuntime:
     """The coding agent of ``directory`` from the resolved ``config`` and ``overrides``.
 
     ``model``: a model object instead of ``--model``/``model:`` (the Python API, tests,
     ``model_spec`` saying what it was made from); ``sandbox``: a plan shared by several
-    builds (default: one made now)."""
+    builds, a factory or one sandbox for every run (default: a plan made now)."""
     from xclaw.coding.agent import Agent
     from xclaw.coding.prompt import SYSTEM_PROMPT
     from xclaw.core.hooks import Hooks

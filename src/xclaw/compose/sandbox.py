@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from xclaw.config import XclawConfig
 
 if TYPE_CHECKING:
-    from xclaw.sandbox import Sandbox
+    from xclaw.sandbox import Backend
 
 __all__ = ["SandboxPlan", "plan_sandbox"]
 
@@ -22,9 +22,9 @@ class SandboxPlan:
     flag: str | None
     mode: str
     warning: str  # host mode and fallbacks: for the surface to show
-    _pending: list[Sandbox] = field(default_factory=list)
+    _pending: list[Backend] = field(default_factory=list)
 
-    def __call__(self) -> Sandbox:
+    def __call__(self) -> Backend:
         if self._pending:
             return self._pending.pop()
         from xclaw.sandbox.resolve import session_sandbox

@@ -227,7 +227,7 @@ async def _authorize(
     if decision.action == "allow":
         return None
     call = prepared.call
-    summary = f"{call.name} {_short_args(call.arguments)}"
+    summary = call_summary(call)
     emit(
         deps,
         state,
@@ -287,6 +287,11 @@ def _settled(state: RunState, call: ToolCallPart, result: ToolResult) -> ToolRes
     """A result decided on resume: recorded as completed (a no-op if it already was)."""
     state.recorder.completed(state, call, result, True)
     return result
+
+
+def call_summary(call: ToolCallPart) -> str:
+    """A call as a person is asked about it: its name and its arguments, shortened."""
+    return f"{call.name} {_short_args(call.arguments)}"
 
 
 def _short_args(arguments: dict[str, object], limit: int = 160) -> str:

@@ -25,7 +25,7 @@ from xclaw.core.errors import (
     ProtocolViolation,
     RunCancelled,
 )
-from xclaw.core.events import EventBus, EventType
+from xclaw.core.events import Event, EventBus, EventType
 from xclaw.core.hooks import Hooks
 from xclaw.core.limits import Limits
 from xclaw.core.messages import Message, Part, ReasoningPart, TextPart, ToolCallPart
@@ -287,7 +287,6 @@ def finish(state: RunState, deps: LoopDeps, status: str, reply: str, reason: str
         else ("interrupted" if status == "interrupted" else "failed")
     )
     state.reply, state.reason = reply, reason
-    state.recorder.finished(state, pending=state.extra.get("pending"))
     metrics = state.metrics()
     kind: EventType = (
         "run.completed"
@@ -296,7 +295,14 @@ def finish(state: RunState, deps: LoopDeps, status: str, reply: str, reason: str
         if state.status == "interrupted"
         else "run.failed"
     )
-    emit(deps, state, kind, reply=reply, reason=reason, metrics=metrics.to_dict())
+    payload = {"reply": reply, "reason": reason, "metrics": metrics.to_dict()}
+    end = Event(kind, state.session_id, state.turn, payload)
+    # The run's end is recorded in the commit of its outcome (a recorder ignores what it is
+    # sent after that), and shown only once that commit is made.
+    state.recorder.event(end)
+    state.recorder.finished(state, pending=state.extra.get("pending"))
+    if deps.bus.active:
+        deps.bus.emit(end)
     return RunResult(
         state.session_id,
         state.status,

@@ -14,8 +14,21 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 @dataclass(frozen=True, slots=True)
+class ImagePart:
+    media_type: str
+    data: bytes
+    kind: Literal["image"] = "image"
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The outcome of one tool call. Failures carry a stable code and a next step."""
+    """The outcome of one tool call. Failures carry a stable code and a next step.
+
+    ``images``: pictures the result shows (a screenshot). Adapters send them as image content
+    to models that see (beside the result on APIs whose tool results hold only text); a
+    text-only model gets a note instead, and the message should say what the image is and
+    where it was saved. They are not part of ``to_dict`` (stores keep the text only).
+    """
 
     ok: bool
     message: str
@@ -24,6 +37,7 @@ class ToolResult:
     retryable: bool = False
     truncated: bool = False
     hint: str = ""
+    images: tuple[ImagePart, ...] = ()
 
     @classmethod
     def success(cls, message: str, truncated: bool = False, **data: Any) -> ToolResult:
@@ -85,13 +99,6 @@ class ToolResult:
 class TextPart:
     text: str
     kind: Literal["text"] = "text"
-
-
-@dataclass(frozen=True, slots=True)
-class ImagePart:
-    media_type: str
-    data: bytes
-    kind: Literal["image"] = "image"
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,10 @@ class Recorder(Protocol):
 
     def checkpoint(self, state: RunState, data: dict[str, Any]) -> None: ...
 
-    def finished(self, state: RunState, *, pending: dict[str, Any] | None = None) -> None: ...
+    def finished(self, state: RunState, *, pending: dict[str, Any] | None = None) -> None:
+        """The run's outcome, made durable: its last commit (the run's end ``event`` is given
+        just before it; events sent afterwards are not recorded)."""
+        ...
 
     def note(self, key: str, value: Any) -> None:
         """Keep a fact about the session (e.g. its web conversation URL) for a resume."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from xclaw.core.dispatch import DispatchDeps, run_tool_calls
+from xclaw.core.dispatch import DispatchDeps, call_summary, run_tool_calls
 from xclaw.core.messages import Message, ToolCallPart, ToolResult
 from xclaw.core.recorder import call_key
 from xclaw.core.state import RunState
@@ -50,7 +50,11 @@ async def _ask(deps: DispatchDeps, call: ToolCallPart) -> InterruptedChoice:
         "this call was running when xclaw stopped; its effect is unknown. Run it again?",
         code="INTERRUPTED_CALL",
     )
-    answer = await deps.approver.approve(ApprovalRequest(call.name, call.name, decision))
+    summary = (
+        f"{call_summary(call)} was running when xclaw stopped; its effect is unknown. "
+        "Approve to run it again, deny to skip it."
+    )
+    answer = await deps.approver.approve(ApprovalRequest(call.name, summary, decision))
     return "skip" if answer == "deny" else "retry"
 
 

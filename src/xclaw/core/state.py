@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,6 +13,11 @@ from xclaw.core.messages import Message, ToolResult
 from xclaw.core.recorder import NULL_RECORDER, MessageKind, Recorder
 
 RunStatus = Literal["running", "completed", "interrupted", "failed"]
+
+
+def new_session_id() -> str:
+    """A new session's id: when it started, and six random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 @dataclass(frozen=True, slots=True)

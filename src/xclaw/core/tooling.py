@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from xclaw.core.messages import ToolCallPart, ToolResult
@@ -166,6 +167,23 @@ class Policy(Protocol):
     def refusal(self, decision: Decision, *, by_user: bool) -> ToolResult:
         """The coded result a model reads when policy (or the user) refused a call."""
         ...
+
+
+class WorkspaceView(Protocol):
+    """What the policy reads of a run's workspace (``xclaw.tools.base.Workspace``): the root,
+    the task's grants (an *allow for task* answer adds one), the folders they open, and the
+    sandbox mode (a command is judged by what its sandbox contains)."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def grants(self) -> set[Grant]: ...
+
+    @property
+    def sandbox_mode(self) -> str: ...
+
+    def extra_roots(self) -> tuple[Path, ...]: ...
 
 
 class Approver(Protocol):

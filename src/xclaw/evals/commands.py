@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from xclaw.core.dispatch import run_tool_calls
 from xclaw.core.events import EventBus
 from xclaw.core.limits import Limits
 from xclaw.core.messages import ToolCallPart, ToolResult
+from xclaw.core.sandbox import Sandbox
 from xclaw.core.state import RunState
 from xclaw.core.tooling import Approver, Policy, Toolbox
 from xclaw.policy.engine import PolicyEngine
@@ -37,7 +37,7 @@ async def run_command(
     argv: list[str],
     *,
     approver: Approver,
-    sandbox: Any,
+    sandbox: Sandbox | None,
     output_dir: Path | None,
     cwd: str = ".",
     timeout_s: float = 120.0,

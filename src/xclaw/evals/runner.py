@@ -15,7 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from xclaw.compose.coding import CodingFace, Surface, build_coding
 from xclaw.compose.sandbox import plan_sandbox
@@ -35,6 +35,9 @@ from xclaw.evals.results import CaseResult, EvalReport
 from xclaw.models.info import model_info
 from xclaw.models.resolve import resolve_model
 from xclaw.store.sqlite import open_store
+
+if TYPE_CHECKING:
+    from xclaw.sandbox import Backend
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +251,7 @@ def _config(options: EvalOptions) -> XclawConfig:
     return options.config if options.config is not None else resolve_config()  # run_case alone
 
 
-def _sandbox(options: EvalOptions) -> Any:
+def _sandbox(options: EvalOptions) -> Backend:
     """A new sandbox for one dataset command: the user's settings."""
     from xclaw.sandbox.resolve import session_sandbox
 

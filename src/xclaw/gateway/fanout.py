@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
     from redis.asyncio.client import PubSub
 
+    from xclaw.config import XclawConfig
+
 __all__ = [
     "DEFAULT_LEASE_TTL",
     "Fanout",
@@ -512,18 +514,12 @@ def _register_password(url: str) -> None:
             register_secret(password)
 
 
-def redis_url() -> str | None:
-    """``XCLAW_REDIS_URL``, else ``gateway: {redis_url: ...}`` in the user config."""
+def redis_url(config: XclawConfig) -> str | None:
+    """``XCLAW_REDIS_URL``, else ``gateway: {redis_url: ...}`` of the resolved configuration
+    (a user-only key: a project file setting it is refused when the configuration resolves)."""
     import os
 
-    url = os.environ.get(REDIS_URL_ENV, "").strip()
-    if url:
-        return url
-    from xclaw.config import load_config
-
-    gateway = getattr(load_config(), "gateway", None)
-    configured = getattr(gateway, "redis_url", None)
-    return str(configured) if configured else None
+    return os.environ.get(REDIS_URL_ENV, "").strip() or config.gateway.redis_url or None
 
 
 def make_fanout(url: str | None, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> Fanout:

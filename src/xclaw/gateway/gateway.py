@@ -48,9 +48,11 @@ from xclaw.gateway.sessions import (
     Channel,
     ChannelApprover,
     LiveSession,
+    SessionOrigin,
     left_waiting,
     session_messages,
 )
+from xclaw.gateway.takeover import offer_takeovers
 from xclaw.redact import redact
 
 if TYPE_CHECKING:
@@ -59,12 +61,21 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentFactory", "Channel", "Gateway", "GatewayError", "cli_session_id"]
 
-AgentFactory = Callable[[EventBus, Approver], "Agent"]
-"""Makes one session's agent from its bus and approver (model, workdir, store, sandbox)."""
+AgentFactory = Callable[[EventBus, Approver, SessionOrigin], "Agent"]
+"""Makes one session's agent from its bus, its approver and where it comes from (the model,
+workdir, store and sandbox are the factory's)."""
 
 log = logging.getLogger(__name__)
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_RELAYED = ("tool.", "approval.", "gate.", "model.failover", "model.retry")
+_RELAYED = (
+    "tool.",
+    "approval.",
+    "gate.",
+    "model.failover",
+    "model.retry",
+    "agents.",
+    "browser.takeover_required",  # asked like an approval (xclaw.gateway.takeover)
+)
 
 
 class GatewayError(XclawError):
@@ -161,9 +172,10 @@ class Gateway:
             self._offer_waiting(live)
 
     def _offer_waiting(self, live: LiveSession) -> None:
-        """A turn a stopped gateway left waiting for an answer (an approval it had asked, a
-        paused decision) is resumed once someone can give it: the prompt comes back without
-        a new message (seed 003 ch. 06). With several instances the lease holder resumes it."""
+        """A turn a stopped gateway left (an approval it had asked, a paused decision, a turn
+        a crash cut off) is resumed once someone is there: the prompt comes back, or the turn
+        goes on, without a new message (seed 003 ch. 06); a call it had started with effects
+        is asked about first. With several instances the lease holder resumes it."""
         if self.fanout.distributed or self.draining or not live.exists:
             return
         if not _idle(live) or live.control is not None:
@@ -490,7 +502,8 @@ class Gateway:
 
     def _agent_for(self, live: LiveSession) -> Agent:
         approver = ChannelApprover(live, timeout=self.approval_timeout)
-        live.agent = self.make_agent(EventBus(), approver)
+        live.agent = self.make_agent(EventBus(), approver, live.origin)
+        offer_takeovers(live, live.agent)
         return live.agent
 
 
@@ -531,9 +544,35 @@ def _relay(live: LiveSession, event: Event) -> None:
         if text:
             live.broadcast(DeltaFrame(session_id=live.id, text=text))
         return
+    if event.type == "model.message_complete":  # the turn's usage, for the UI's footer
+        usage: dict[str, Any] = {"type": event.type, "payload": _usage(live, event.payload)}
+        live.broadcast(EventFrame(session_id=live.id, event=_plain(usage)))
+        return
     if event.type.startswith(_RELAYED):
         body = {"type": event.type, "callId": event.tool_call_id, "payload": event.payload}
         live.broadcast(EventFrame(session_id=live.id, event=_plain(body)))
+
+
+def _usage(live: LiveSession, payload: dict[str, Any]) -> dict[str, Any]:
+    """One model answer's model, tokens and cost (None when its price is not known); the
+    text is left out: the deltas and the reply carry it."""
+    tokens_in, tokens_out = payload.get("input_tokens"), payload.get("output_tokens")
+    model = live.agent.model if live.agent is not None else None
+    cost = None
+    if model is not None and (isinstance(tokens_in, int) or isinstance(tokens_out, int)):
+        from xclaw.models.info import model_info
+
+        try:
+            cost = model_info(model).cost(tokens_in, tokens_out)
+        except Exception:  # noqa: BLE001 - a price is a nicety, never a broken turn
+            log.debug("no price for model %s", model.name, exc_info=True)
+    return {
+        "model": model.name if model is not None else None,
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "cost_usd": cost,
+        "tool_calls": payload.get("tool_calls"),
+    }
 
 
 def _plain(body: dict[str, Any]) -> dict[str, Any]:

@@ -28,17 +28,18 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from xclaw.core.errors import XclawError
 from xclaw.patch.engine import apply_job, revert_job
-from xclaw.patch.gitio import PatchError
 from xclaw.patch.job import JobRecord, JobStore
 from xclaw.patch.worktree import file_hash
 from xclaw.redact import redact, redact_json
+from xclaw.store.base import WriteBatch
+from xclaw.worktree.gitio import PatchError
 
 if TYPE_CHECKING:
     from xclaw.gateway.auth import GatewayAuth
     from xclaw.gateway.gateway import Gateway
     from xclaw.store.base import SessionRecord
 
-__all__ = ["ReviewError", "review_router", "session_running"]
+__all__ = ["ReviewError", "fork_title", "review_router", "session_running"]
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 _STEP_ID = re.compile(r"^s[0-9]{1,9}$")
@@ -158,7 +159,18 @@ def _fork(gateway: Gateway, session_id: str, step: str) -> Response:
         new = gateway.store.fork(record.id, step, new_web_session_id())
     except KeyError:
         raise _no_step(record.id, step) from None
-    return JSONResponse({"sessionId": new.id, "parentId": record.id, "step": step})
+    title = fork_title(record, step)
+    gateway.store.commit(WriteBatch(new.id, session_updates={"title": title}))
+    return JSONResponse({"sessionId": new.id, "parentId": record.id, "step": step, "title": title})
+
+
+def fork_title(record: SessionRecord, step: str) -> str:
+    """A fork's name, told apart from its original: "Fork of TITLE at STEP"."""
+    first = (record.title or record.task).strip().splitlines()
+    title = redact(first[0] if first else record.id)
+    if len(title) > 60:
+        title = title[:59] + "…"
+    return f"Fork of {title} at {step}"
 
 
 def _lazy_jobs(jobs: JobStore | None) -> Callable[[], JobStore]:

@@ -6,7 +6,7 @@ Usage (tests, ``xclaw serve``)::
     from xclaw.gateway.gateway import Gateway
     from xclaw.gateway.server import GatewayServer, create_app
 
-    gateway = Gateway(make_agent, store, workdir=root)   # make_agent(bus, approver) -> Agent
+    gateway = Gateway(make_agent, store, workdir=root)  # make_agent(bus, approver, origin)
     auth = GatewayAuth(token="a-token-of-16-chars-or-more")
     server = GatewayServer(create_app(gateway, auth)).start()   # free loopback port, a thread
     server.url      # "http://127.0.0.1:PORT";  server.ws_url -> "ws://127.0.0.1:PORT/ws"
@@ -49,8 +49,9 @@ from xclaw.obs.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from xclaw.obs.metrics import ConnectionCounter, RunMetrics
 from xclaw.obs.wiring import observing
 from xclaw.patch.job import JobStore
-from xclaw.redact import redact_json
-from xclaw.store.base import TranscriptItem
+from xclaw.redact import redact, redact_json
+from xclaw.store.base import Store, TranscriptItem
+from xclaw.store.children import child_links
 
 __all__ = ["STATIC_DIR", "GatewayServer", "create_app"]
 
@@ -154,6 +155,7 @@ def _api_routes(app: FastAPI, gateway: Gateway, auth: GatewayAuth) -> None:
                 "state": s.state,
             }
             for s in found
+            if s.parent_session_id is None  # workers are shown inside their parent's steps
         ]
 
     @app.get("/api/sessions/{session_id}")
@@ -182,17 +184,6 @@ def _session_detail(gateway: Gateway, session_id: str) -> dict[str, Any]:
     if record is None or Path(record.root).resolve() != gateway.workdir:
         raise HTTPException(404)
     items = gateway.store.load_items(record.id)
-    steps = [
-        {
-            "id": s.step_id,
-            "kind": s.kind,
-            "name": s.name,
-            "status": s.status,
-            "turn": s.turn,
-            "parent": s.parent_step_id,
-        }
-        for s in gateway.store.list_steps(session_id)
-    ]
     return {
         "id": record.id,
         "title": record.title,
@@ -200,8 +191,44 @@ def _session_detail(gateway: Gateway, session_id: str) -> dict[str, Any]:
         "parentId": record.parent_id,
         "messages": session_messages([i.payload for i in items]),
         "timeline": timeline(items),
-        "steps": steps,
+        "steps": _steps(gateway.store, session_id),
+        "children": _children(gateway.store, session_id),
     }
+
+
+def _steps(store: Store, session_id: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": s.step_id,
+            "kind": s.kind,
+            "name": s.name,
+            "status": s.status,
+            "turn": s.turn,
+            "parent": s.parent_step_id,
+            "tokensIn": s.tokens_in,
+            "tokensOut": s.tokens_out,
+        }
+        for s in store.list_steps(session_id)
+    ]
+
+
+def _children(store: Store, session_id: str, depth: int = 0) -> list[dict[str, Any]]:
+    """The session's workers (multi-agent children), each under the step that started it,
+    with their own steps and children (a tree is at most a few levels deep)."""
+    if depth >= 4:
+        return []
+    return [
+        {
+            "id": link.session.id,
+            "worker": link.worker,
+            "state": link.session.state,
+            "title": redact(link.session.title or link.session.task)[:120],
+            "step": link.step_id,
+            "steps": _steps(store, link.session.id),
+            "children": _children(store, link.session.id, depth + 1),
+        }
+        for link in child_links(store, session_id)
+    ]
 
 
 def timeline(items: Sequence[TranscriptItem]) -> list[dict[str, Any]]:

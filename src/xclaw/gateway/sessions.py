@@ -8,15 +8,24 @@ import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from xclaw.core.origin import SessionOrigin
 from xclaw.core.state import RunControl
 from xclaw.core.tooling import Answer, ApprovalRequest
 from xclaw.gateway.acp import AcpMessage, ApprovalRequestFrame, ServerFrame
+from xclaw.store.locks import session_busy
 
 if TYPE_CHECKING:
     from xclaw.coding.agent import Agent
     from xclaw.store.base import SessionRecord
 
-__all__ = ["Channel", "ChannelApprover", "LiveSession", "left_waiting", "session_messages"]
+__all__ = [
+    "Channel",
+    "ChannelApprover",
+    "LiveSession",
+    "SessionOrigin",
+    "left_waiting",
+    "session_messages",
+]
 
 APPROVAL_TIMEOUT_S = 300.0
 
@@ -43,6 +52,10 @@ class LiveSession:
     subscribers: list[Channel] = field(default_factory=list)
     approvals: dict[str, asyncio.Future[Answer]] = field(default_factory=dict)
     offered: bool = False  # checked once for a turn a stopped gateway left waiting
+
+    @property
+    def origin(self) -> SessionOrigin:
+        return SessionOrigin(self.id, self.channel, self.owner)
 
     def broadcast(self, frame: ServerFrame) -> None:
         for channel in list(self.subscribers):
@@ -107,17 +120,17 @@ class ChannelApprover:
 
 
 def left_waiting(record: SessionRecord | None) -> bool:
-    """The session waits for an answer nobody can give any more: the process that asked an
-    approval (phase ``APPROVAL_REQUIRED``, still ``running``) is gone, or it paused on a call
-    cut off by a crash. Only for a session no turn of this gateway runs. A multi-agent tree
-    is left to `xclaw resume` of its orchestrator (a child never runs on its own)."""
+    """The session waits for someone and no process runs it any more (its run lock is free):
+    an approval the gone process asked (still ``running``, phase ``APPROVAL_REQUIRED``), a
+    turn a crash cut off (still ``running``), or a pause on a call cut off by a crash. A
+    multi-agent tree of ``xclaw agents`` is left to `xclaw resume` of its orchestrator, and a
+    child never runs on its own."""
     if record is None or record.parent_session_id is not None:
         return False
     if (record.meta.get("agents") or {}).get("orchestrator"):
         return False
-    if record.state == "running" and record.phase == "APPROVAL_REQUIRED":
-        return True
-    return record.state == "paused" and bool(record.pending)
+    waiting = record.state == "running" or (record.state == "paused" and bool(record.pending))
+    return waiting and not session_busy(record.id)
 
 
 def session_messages(items: list[dict[str, Any]]) -> list[dict[str, str]]:

@@ -1,4 +1,5 @@
-"""``xclaw mcp serve``: the coding tools of one project, offered to an MCP client over stdio.
+"""``xclaw mcp serve``: a tool registry (the coding tools of one project, as
+``xclaw.compose.coding.coding_tools`` assembles them) offered to an MCP client over stdio.
 
 Every call goes through the same path as in a run: the arguments are validated, the policy
 judges what the call would touch (paths inside the root, command rules), then the tool runs
@@ -25,10 +26,10 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from xclaw.coding.toolset import coding_registry
 from xclaw.core.errors import ConfigError
 from xclaw.core.limits import Limits
 from xclaw.core.messages import ToolCallPart, ToolResult
+from xclaw.core.sandbox import Sandbox
 from xclaw.core.tooling import Decision, PreparedCall, Risk, ToolSpec, wire_tool_name
 from xclaw.mcp.settings import ToolNameStyle
 from xclaw.policy.engine import PolicyEngine
@@ -88,12 +89,11 @@ class ToolService:
         self,
         root: Path,
         approval: ServeApproval = "deny",
-        sandbox: Any = None,
+        sandbox: Sandbox | None = None,
         *,
+        registry: ToolRegistry,
         tool_names: ToolNameStyle = "underscore",
-        registry: ToolRegistry | None = None,  # default: the coding tools
     ) -> None:
-        registry = coding_registry() if registry is None else registry
         self.names = ServedNames(registry.names(), tool_names)  # before anything starts
         # No sandbox given: the Workspace's default, from the user's configuration.
         self.workspace = Workspace(root, sandbox=sandbox)
@@ -199,13 +199,14 @@ def build_server(service: ToolService) -> Server[Any]:
 async def serve_stdio(
     root: Path,
     approval: ServeApproval = "deny",
-    sandbox: Any = None,
+    sandbox: Sandbox | None = None,
     *,
+    registry: ToolRegistry,
     tool_names: ToolNameStyle = "underscore",
 ) -> None:
-    """Serve until the client closes stdin; started processes are stopped on the way out.
-    Two tools on one served name is a ``ConfigError`` before anything is served."""
-    service = ToolService(root, approval, sandbox, tool_names=tool_names)
+    """Serve ``registry`` until the client closes stdin; started processes are stopped on the
+    way out. Two tools on one served name is a ``ConfigError`` before anything is served."""
+    service = ToolService(root, approval, sandbox, registry=registry, tool_names=tool_names)
     server = build_server(service)
     try:
         async with stdio_server() as (read, write):

@@ -27,7 +27,6 @@ from xclaw.core.model import Model
 from xclaw.memory.base import MemoryScopes, MemoryStore, MemoryStoreError, Scope
 from xclaw.memory.extract import Extractor
 from xclaw.memory.recall import Recall, RecallLimits, recall_budget
-from xclaw.memory.run_session import bind_session
 from xclaw.memory.settings import MemoryConfig, RecallConfig, memory_config, open_memory_store
 from xclaw.memory.tools import memory_tools
 from xclaw.tools.base import Tool
@@ -85,10 +84,9 @@ class MemoryRuntime:
     extractor: Extractor | None
 
     def hooks(self) -> Hooks:
-        """The run's session bound for the memory tools, recall before each model call;
-        extraction on completion and before compaction. Merge these after the Agent's own
-        hooks (the Agent does: user hooks come last)."""
-        hooks = Hooks(before_model_call=[bind_session])
+        """Recall before each model call; extraction on completion and before compaction.
+        Merge these after the Agent's own hooks (the Agent does: user hooks come last)."""
+        hooks = Hooks()
         if self.recall is not None:
             hooks = hooks.merged(self.recall.hooks())
         return hooks.merged(self.extractor.hooks()) if self.extractor else hooks

@@ -3,8 +3,9 @@ policy, recorded in the tool ledger) and ``memory.search`` (read-only).
 
 Tools are built by ``memory_tools(store, scopes)``: the scopes are fixed by the caller,
 never by the model, so a model can only reach the memories of its own user, project and
-session. The session is the one of the run making the call (``run_session``), so one set of
-tools serves every session of a gateway; ``scopes.session`` is the fallback outside a run.
+session. The session is the one of the run making the call (``ToolContext.session_id``), so
+one set of tools serves every session of a gateway; ``scopes.session`` is the fallback
+outside a run.
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Risk
 from xclaw.memory.base import FACT, PREFERENCE, MemoryKind, MemoryScopes, MemoryStore, NewMemory
 from xclaw.memory.dedup import find_duplicate
-from xclaw.memory.run_session import current_session_id
 from xclaw.redact import redact
-from xclaw.tools.base import Tool, tool
+from xclaw.tools.base import Tool, ToolContext, tool
 
 _TEXT_MAX = 2_000
 
@@ -36,11 +36,12 @@ def memory_tools(
     """``memory.save``, ``memory.search`` and ``memory.forget`` bound to ``store`` and
     ``scopes``."""
 
-    def now() -> MemoryScopes:
-        return scopes.with_session(current_session_id())
+    def now(ctx: ToolContext) -> MemoryScopes:
+        return scopes.with_session(ctx.session_id or None)
 
     @tool("memory.save", risk=Risk.WRITE, timeout_s=60)
     async def save(
+        ctx: ToolContext,
         text: Annotated[str, Field(min_length=3, max_length=_TEXT_MAX)],
         scope: Literal["user", "project", "session"] = "user",
         kind: MemoryKind = FACT,
@@ -58,7 +59,7 @@ def memory_tools(
                 recalled when it relates to the request.
         """
         text = redact(text)  # a memory is shown, exported and recalled: never a secret
-        visible = now()
+        visible = now(ctx)
         try:
             target = visible.pick(scope)
             same = await asyncio.to_thread(
@@ -79,6 +80,7 @@ def memory_tools(
 
     @tool("memory.search", risk=Risk.READ, timeout_s=60)
     async def search(
+        ctx: ToolContext,
         query: Annotated[str, Field(min_length=1, max_length=_TEXT_MAX)],
         k: Annotated[int, Field(ge=1, le=20)] = 5,
     ) -> ToolResult:
@@ -91,7 +93,7 @@ def memory_tools(
         """
         try:
             hits = await asyncio.to_thread(
-                store.search, query, scopes=now().visible, k=k, kinds=[FACT, PREFERENCE]
+                store.search, query, scopes=now(ctx).visible, k=k, kinds=[FACT, PREFERENCE]
             )
         except XclawError as err:
             return _failure(err)
@@ -110,14 +112,16 @@ def memory_tools(
         return ToolResult.success(f"{len(results)} memories found.", results=results)
 
     @tool("memory.forget", risk=Risk.WRITE, timeout_s=60)
-    async def forget(id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]) -> ToolResult:
+    async def forget(
+        ctx: ToolContext, id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
+    ) -> ToolResult:
         """Delete one memory that is wrong or outdated (ids come from memory.search).
 
         Args:
             id: The memory's id.
         """
         try:
-            removed = await asyncio.to_thread(store.delete, [id], scopes=now().visible)
+            removed = await asyncio.to_thread(store.delete, [id], scopes=now(ctx).visible)
         except XclawError as err:
             return _failure(err)
         if not removed:

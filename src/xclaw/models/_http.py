@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from xclaw.core.errors import ModelError, ModelRequestRejected, ModelUnavailable, ProtocolViolation
-from xclaw.core.messages import ImagePart, ToolCallPart
+from xclaw.core.messages import ImagePart, ToolCallPart, ToolResultPart
 from xclaw.core.tooling import wire_tool_name
 from xclaw.redact import redact
 
@@ -340,3 +340,11 @@ def settle_call_ids(calls: Sequence[ToolCallPart], *, reply_text: str = "") -> l
 
 def data_url(image: ImagePart) -> str:
     return f"data:{image.media_type};base64,{base64.b64encode(image.data).decode('ascii')}"
+
+
+def tool_images_note(part: ToolResultPart) -> str:
+    """What introduces a tool result's images where the API cannot put them in the result
+    itself (they follow it in a user message)."""
+    count = len(part.result.images)
+    what = "the image" if count == 1 else f"the {count} images"
+    return f"[{what} returned by tool call {part.call_id} ({part.name}):]"

@@ -208,6 +208,10 @@ def _blocks(
     rest: list[dict[str, Any]] = []
     for part in parts:
         block = _block(part, names)
+        if isinstance(part, ToolResultPart) and part.result.images and vision and block:
+            # A tool result's content may hold images: its text, then what it returned.
+            images = [_block(i, names) for i in part.result.images]
+            block["content"] = [{"type": "text", "text": block["content"]}, *images]
         if block is not None and block["type"] == "image" and not vision:
             block = {"type": "text", "text": IMAGE_OMITTED}
         if block is None:

@@ -51,6 +51,7 @@ from xclaw.models._http import (
     parse_tool_arguments,
     settle_call_ids,
     stream_incomplete,
+    tool_images_note,
 )
 from xclaw.models._wire import WireModel
 from xclaw.models.presets import Preset
@@ -249,7 +250,8 @@ def _assistant(
 
 
 def _tool_messages(msg: Message, vision: bool) -> list[dict[str, Any]]:
-    """One ``tool`` message per result; text or images beside them follow as a user message
+    """One ``tool`` message per result; text or images beside them, and the images a result
+    holds (a screenshot, introduced by the call they came from), follow as a user message
     (chat tool messages carry text only)."""
     out: list[dict[str, Any]] = []
     extra: list[TextPart | ImagePart] = []
@@ -262,6 +264,9 @@ def _tool_messages(msg: Message, vision: bool) -> list[dict[str, Any]]:
                     "content": part.result.to_model_text(),
                 }
             )
+            if part.result.images:
+                extra.append(TextPart(tool_images_note(part)))
+                extra.extend(part.result.images)
         elif isinstance(part, TextPart | ImagePart):
             extra.append(part)
     if extra:

@@ -165,6 +165,13 @@ def _message_items(msg: Message, names: ToolNames, vision: bool) -> Iterator[dic
             yield _content_message(msg.role, content)
             content = []
         item = _part_item(part, names)
+        if isinstance(part, ToolResultPart) and part.result.images and vision:
+            # The output of a call may be content: its text, then the images it returned.
+            assert item is not None
+            item["output"] = [
+                {"type": "input_text", "text": item["output"]},
+                *({"type": "input_image", "image_url": data_url(i)} for i in part.result.images),
+            ]
         if item is not None:
             yield item
     if content:

@@ -12,6 +12,21 @@ keyed by fnmatch patterns (the longest matching pattern wins), never in name che
 ``protocol`` (native | xml | auto) and ``sampling`` (temperature, top_p, seed, tool_choice)
 are a preset's defaults for how its models are spoken to; ``models:`` in xclaw.yaml wins.
 
+Your own presets live in ``~/.config/xclaw/models.yaml`` (``$XDG_CONFIG_HOME/xclaw``), in the
+same shape: a new name adds a provider, a packaged name is changed key by key (a new model
+under ``models:``, another ``base_url``), so a model is added without editing the package:
+
+    # ~/.config/xclaw/models.yaml
+    my-gateway:
+      api: openai_chat
+      base_url: https://llm.example.com/v1
+      key_env: MY_GATEWAY_KEY
+    openai:
+      models:
+        "gpt-6*": {capabilities: {context_window: 400000}, price_input: 5.0}
+
+A mistake in it is a coded error naming the file, the line and the nearest valid key.
+
 Keys come only from the environment, or from a ``.env`` file in the project (read by a tiny
 parser here, never printed). Every secret-named value read from a ``.env`` file, and every key
 handed out, is registered with the redactor like the environment's own.
@@ -28,10 +43,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from xclaw.config import ModelSettings, ProtocolName, SamplingSettings
+from xclaw.config import (
+    ConfigSource,
+    ModelSettings,
+    ProtocolName,
+    SamplingSettings,
+    deep_merge,
+    explain_invalid,
+    read_yaml_mapping,
+)
 from xclaw.core.errors import ConfigError
+from xclaw.dirs import config_dir
 from xclaw.redact import register_secret, register_secrets
 
 __all__ = [
@@ -42,6 +66,7 @@ __all__ = [
     "list_presets",
     "load_dotenv",
     "lookup_key",
+    "user_presets_file",
 ]
 
 Api = Literal["openai_chat", "openai_responses", "anthropic"]
@@ -129,17 +154,70 @@ class Preset(BaseModel):
 
 
 @cache
-def _load_presets() -> dict[str, Preset]:
+def _packaged() -> dict[str, dict[str, Any]]:
+    """presets.yaml as data (parsed once; anchors resolved)."""
     text = resources.files("xclaw.models").joinpath("presets.yaml").read_text(encoding="utf-8")
-    raw = yaml.safe_load(text)
+    raw: dict[str, dict[str, Any]] = yaml.safe_load(text)
+    return raw
+
+
+def user_presets_file() -> Path:
+    """Your presets: ``models.yaml`` beside your ``xclaw.yaml``."""
+    return config_dir() / "models.yaml"
+
+
+_PRESETS = TypeAdapter(dict[str, Preset])
+# The merged presets by the user file's (path, contents): edited, it is read again.
+_loaded: dict[tuple[str, bytes | None], dict[str, Preset]] = {}
+
+
+def _load_presets() -> dict[str, Preset]:
+    path = user_presets_file()
     try:
-        return {name: Preset.model_validate({"name": name, **body}) for name, body in raw.items()}
+        raw: bytes | None = path.read_bytes()
+    except OSError:
+        raw = None
+    key = (str(path), raw)
+    found = _loaded.get(key)
+    if found is None:
+        found = _merge(path, raw)
+        _loaded.clear()  # one user file at a time is enough
+        _loaded[key] = found
+    return found
+
+
+def _merge(path: Path, raw: bytes | None) -> dict[str, Preset]:
+    packaged = _packaged()
+    try:
+        presets = _PRESETS.validate_python({n: {"name": n, **b} for n, b in packaged.items()})
     except ValidationError as err:
         raise ConfigError(f"presets.yaml is invalid: {err}", hint="Fix presets.yaml.") from None
+    if raw is None:
+        return presets
+    mine = read_yaml_mapping(path, raw)
+    bodies: dict[str, Any] = {}
+    for name, body in mine.items():
+        if not isinstance(body, dict):
+            raise ConfigError(
+                f"{path}: preset {name!r} must be a mapping of settings, not {body!r}.",
+                code="CONFIG_VALUE_INVALID",
+                hint="Give it api:, base_url: and key_env: (see `xclaw models list`), then "
+                "run the command again.",
+            )
+        below = packaged.get(str(name), {})
+        bodies[str(name)] = {**deep_merge(below, body), "name": str(name)}
+    try:
+        added = _PRESETS.validate_python(bodies)
+    except ValidationError as err:
+        text = raw.decode("utf-8")
+        source = ConfigSource(str(path), mine, path, text)
+        raise explain_invalid(err, dict[str, Preset], [source]) from None
+    return {**presets, **added}
 
 
 def list_presets() -> list[Preset]:
-    """Every preset, in file order (``xclaw models list``)."""
+    """Every preset: presets.yaml's in file order, then those only your models.yaml adds
+    (``xclaw models list``)."""
     return list(_load_presets().values())
 
 

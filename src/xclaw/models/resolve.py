@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast, get_args
 
-from xclaw.config import ModelSettings, ProtocolName, load_config
+from xclaw.config import ModelSettings, ProtocolName
 from xclaw.core.errors import ConfigError
 from xclaw.core.model import Model
 from xclaw.models.fallback import FallbackModel
@@ -58,8 +58,8 @@ def resolve_model(
     """The model for ``spec``. ``base_url`` overrides the preset's; keys come from ``env``
     (default: the process environment), then from ``project/.env`` (default: the cwd).
     ``protocol`` (native | xml | auto) overrides every other choice for each model of the
-    chain; ``model_settings`` is the config's ``models:`` (default: read from the resolved
-    configuration of ``project``, else the cwd)."""
+    chain; ``model_settings`` is the caller's resolved configuration's ``models:`` (None:
+    no per-model settings; this never reads a configuration)."""
     chain = resolve_chain(
         spec,
         base_url=base_url,
@@ -95,8 +95,7 @@ def resolve_chain(
             f"Model spec {spec!r} has an empty entry.", code="MODEL_SPEC_INVALID", hint=MODEL_HELP
         )
     chosen = check_protocol(protocol)
-    if model_settings is None:
-        model_settings = load_config(project if project is not None else Path.cwd()).models
+    settings = model_settings if model_settings is not None else {}
     return [
         setup_model(
             resolve_one(
@@ -108,7 +107,7 @@ def resolve_chain(
                 timeout_s=timeout_s,
             ),
             item,
-            model_settings,
+            settings,
             protocol=chosen,
         )
         for item in items

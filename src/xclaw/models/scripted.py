@@ -5,6 +5,7 @@ A script is a list of assistant turns (JSONL or YAML). Each turn has ``text`` an
 optional ``expect`` checks on what the model was sent:
 
     - expect: {last_contains: ["exit code 1"], last_ok: false, tools_include: ["fs.read"],
+               history_contains: ["an earlier message"],
                system_contains: ["Relevant memories"]}
       tool_calls: [{name: fs.read, arguments: {path: src/main.js}}]
 
@@ -182,6 +183,10 @@ def check_expectations(expect: dict[str, Any], request: ModelRequest, position: 
             raise ScriptMismatch(
                 f"turn {position}: expected last tool results ok={expect['last_ok']}"
             )
+    history = "\n".join(_message_text(m) for m in request.messages if m.role != "system")
+    for needle in expect.get("history_contains", []):
+        if needle not in history:
+            raise ScriptMismatch(f"turn {position}: the conversation lacks {needle!r}")
     system = "\n".join(m.text for m in request.messages if m.role == "system")
     for needle in expect.get("system_contains", []):
         if needle not in system:

@@ -7,7 +7,7 @@ The browser is the dedicated one of ``xclaw.browser`` (profile ``browser/chatgpt
 dir); ``--headless`` / ``XCLAW_BROWSER_HEADLESS=1`` and ``--browser PATH`` / ``XCLAW_BROWSER``
 choose how it runs, ``XCLAW_BROWSER_ARGS`` adds Chromium flags. Surfaces learn about the page
 (mode chosen, a challenge that needs a person) through ``WebRelay``, which they fill in after
-the model is built.
+the model is built: the CLI prints a takeover, the gateway asks its web clients (``remote``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from xclaw.core.errors import ConfigError
+from xclaw.core.events import EVENT_TYPES, Event, EventBus
 
 if TYPE_CHECKING:
     from xclaw.models.text.model import TextProtocolModel
@@ -31,17 +32,34 @@ summary (seed 000 §11); ``XCLAW_WEB_MAX_CONVERSATION_CHARS`` changes it."""
 
 @dataclass(slots=True)
 class WebRelay:
-    """Where the transport's events and takeover requests go; set by the surface."""
+    """Where the transport's events and takeover requests go; set by the surface.
+
+    ``takeover`` may return the person's answer ("retry" or "stop", awaitable); ``remote``
+    says a surface answers from elsewhere (the gateway's web UI), so a headless browser waits
+    for that answer instead of failing at once."""
 
     event: Callable[[str, dict[str, Any]], None] | None = None
-    takeover: Callable[[Any], Awaitable[None] | None] | None = None
+    takeover: Callable[[Any], Awaitable[Any] | None] | None = None
+    remote: bool = False
 
     def on_event(self, kind: Any, payload: dict[str, Any]) -> None:
         if self.event is not None:
             self.event(str(kind), payload)
 
-    def on_takeover(self, takeover: Any) -> Awaitable[None] | None:
+    def on_takeover(self, takeover: Any) -> Awaitable[Any] | None:
         return self.takeover(takeover) if self.takeover is not None else None
+
+    def answers_remotely(self) -> bool:
+        return self.remote and self.takeover is not None
+
+    def to_bus(self, bus: EventBus, session_id: str = "") -> None:
+        """The page's events go to ``bus`` as loop events of ``session_id``."""
+
+        def event(kind: str, payload: dict[str, Any]) -> None:
+            if kind in EVENT_TYPES:
+                bus.emit(Event(kind, session_id, 0, dict(payload)))  # type: ignore[arg-type]
+
+        self.event = event
 
 
 def chatgpt_web_model(mode: str | None, *, base_url: str | None = None) -> TextProtocolModel:
@@ -67,7 +85,12 @@ def chatgpt_web_model(mode: str | None, *, base_url: str | None = None) -> TextP
     if extra:  # e.g. a proxy, or quiet flags on a closed network
         options = replace(options, browser=replace(options.browser, args=tuple(extra)))
     relay = WebRelay()
-    transport = ChatGPTWebTransport(options, on_takeover=relay.on_takeover, on_event=relay.on_event)
+    transport = ChatGPTWebTransport(
+        options,
+        on_takeover=relay.on_takeover,
+        on_event=relay.on_event,
+        remote_takeover=relay.answers_remotely,
+    )
     transport.relay = relay  # type: ignore[attr-defined]
     transport.browser_backed = True  # type: ignore[attr-defined]  # the bridge serialises it
     name = f"{PROVIDER}:{mode}" if mode else PROVIDER

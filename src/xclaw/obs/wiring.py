@@ -20,17 +20,19 @@ class Observed(Protocol):
 
 
 A = TypeVar("A", bound=Observed)
+Origin = TypeVar("Origin")
 Attach = Callable[[Observed], object]
 
 
 def observing(
-    factory: Callable[[EventBus, Approver], A], *attach: Attach
-) -> Callable[[EventBus, Approver], A]:
+    factory: Callable[[EventBus, Approver, Origin], A], *attach: Attach
+) -> Callable[[EventBus, Approver, Origin], A]:
     """``factory`` whose every agent is handed to each ``attach`` (``Tracing.attach``,
-    ``RunMetrics.attach``) before it runs."""
+    ``RunMetrics.attach``) before it runs. (``Origin``: whatever else the factory takes, the
+    gateway's ``SessionOrigin``.)"""
 
-    def make(bus: EventBus, approver: Approver) -> A:
-        agent = factory(bus, approver)
+    def make(bus: EventBus, approver: Approver, origin: Origin) -> A:
+        agent = factory(bus, approver, origin)
         for fn in attach:
             fn(agent)
         return agent

@@ -27,14 +27,19 @@ class SnapshotLike(Protocol):
 
 
 class SnapshotSource(Protocol):
-    """What the loop needs of a page driver (``xclaw.page.driver.PageDriver`` provides it)."""
+    """What the loop needs of a page driver (``xclaw.page.driver.PageDriver`` provides it).
+
+    A source may also have ``async changed(snapshot) -> bool`` (whether the page may look
+    different now); without it every refresh reads a new snapshot."""
 
     async def snapshot(self, options: Any = ...) -> SnapshotLike: ...
 
 
 class SnapshotKeeper:
     """Reads snapshots with the run's options; ``fresh`` is False once an action ran after
-    the latest one. A failed read never stops the run: the model is told it is missing."""
+    the latest one. ``refresh`` (every round) reuses the latest snapshot when the source says
+    the page has not changed since. A failed read never stops the run: the model is told it
+    is missing."""
 
     def __init__(self, source: SnapshotSource, options: Any, metrics: MetricsCollector) -> None:
         """``options`` None: the source's own default (the seed's first-round options)."""
@@ -62,6 +67,31 @@ class SnapshotKeeper:
             return snap
         self.fresh = False
         return None
+
+    async def refresh(self) -> SnapshotLike | None:
+        """The page as it is now: the latest snapshot when nothing changed, else a new one."""
+        if self.latest is not None and not await self.changed():
+            self.fresh, self.error = True, ""
+            self.metrics.snapshot_reused()
+            return self.latest
+        return await self.read()
+
+    async def changed(self, *, since_any: bool = False) -> bool:
+        """Whether the page may differ from the latest snapshot of this keeper (``since_any``:
+        from the latest the source took, e.g. a ``page_info`` snapshot since). True when not
+        known: no snapshot yet, a source that cannot tell, or a check that failed."""
+        check = getattr(self.source, "changed", None)
+        if self.latest is None or check is None:
+            return True
+        try:
+            return bool(await (check() if since_any else check(self.latest)))
+        except Exception:  # noqa: BLE001 - a navigating page throws anything
+            return True
+
+    @property
+    def can_tell(self) -> bool:
+        """Whether the source reports page changes (``changed`` means something)."""
+        return getattr(self.source, "changed", None) is not None
 
     def stale(self) -> None:
         self.fresh = False

@@ -1,4 +1,5 @@
-"""``AgentLoopMetrics`` (seed 002 §8): the 13 figures of one ``chat()``.
+"""``AgentLoopMetrics`` (seed 002 §8): the 13 figures of one ``chat()``, and how many rounds
+reused the previous snapshot because the page had not changed (``snapshot_reuse_count``).
 
 Rounds, tool calls and tokens are counted from the loop's events (tokens from the models'
 ``Usage``); snapshots, recoveries and intercepts are reported by the page run itself.
@@ -27,6 +28,7 @@ class AgentLoopMetrics:
     max_snapshot_size: int
     input_tokens: int
     output_tokens: int
+    snapshot_reuse_count: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The seed's field names (camelCase), for dashboards that already use them."""
@@ -44,6 +46,7 @@ class AgentLoopMetrics:
             "maxSnapshotSize": self.max_snapshot_size,
             "inputTokens": self.input_tokens,
             "outputTokens": self.output_tokens,
+            "snapshotReuseCount": self.snapshot_reuse_count,
         }
 
 
@@ -57,6 +60,7 @@ class MetricsCollector:
         self.recoveries = 0
         self.intercepts = 0
         self.snapshot_sizes: list[int] = []
+        self.reused = 0
         self.input_tokens = 0
         self.output_tokens = 0
 
@@ -76,6 +80,9 @@ class MetricsCollector:
     def snapshot_read(self, size: int) -> None:
         self.snapshot_sizes.append(size)
 
+    def snapshot_reused(self) -> None:
+        self.reused += 1
+
     def build(self) -> AgentLoopMetrics:
         total = self.ok_calls + self.failed_calls
         sizes = self.snapshot_sizes
@@ -93,4 +100,5 @@ class MetricsCollector:
             max_snapshot_size=max(sizes, default=0),
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
+            snapshot_reuse_count=self.reused,
         )

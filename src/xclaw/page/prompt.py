@@ -28,7 +28,9 @@ when the control needs it, and then fill it in the same round. Never spend a rou
 goto/back/forward/reload) ends the round: calls after it in the same batch are not run. Put it \
 last, and continue next round from the new snapshot (e.g. open a dialog now, fill it next round).
 6. Do not call page_info to look around or plan: the snapshot is already here, refreshed every \
-round; such calls are skipped.
+round; a read of a page that has not changed since is skipped. page_info screenshot (or \
+screenshot_annotated, with each control boxed and labelled with its ref) shows the page as an \
+image next round, for what the snapshot cannot say (layout, pictures, canvas).
 7. Task reduction: treat this round's actions as done, remove them from the current remaining \
 instruction, and report what is left. Never repeat a step listed under "Done steps".
 8. End every reply with one line: `REMAINING: <what is left>`, or `REMAINING: DONE` when this \
@@ -37,7 +39,13 @@ round's actions finish the task.
 `REMAINING: DONE`.
 10. If an element is not found, the page changed: find the target again in the latest snapshot \
 (its ref may be new) and retry once; if it is truly absent, say so and give REMAINING.
-11. Use evaluate only when no other tool can do it, with a small, explicit expression."""
+11. Use evaluate only when no other tool can do it, with a small, explicit expression.
+12. If what you need is not there yet (a page still loading, a button still disabled), wait for \
+it: wait_for_text with the text, or wait_for_selector with the ref and a state (visible, \
+enabled, checked, hidden, ...). Actions also wait up to waitMs (default 2000) for their target \
+to be visible, enabled and editable. The next round shows the page as it is then.
+13. Refs like #f1:a1b2c belong to an embedded frame (a login, payment or consent form from \
+another site); use them like any other ref."""
 
 
 class PromptRegistry:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from xclaw.core.errors import EndRun
 from xclaw.core.hooks import Hooks
-from xclaw.core.messages import Message, ToolCallPart, ToolResult
+from xclaw.core.messages import ImagePart, Message, TextPart, ToolCallPart, ToolResult
 from xclaw.core.state import RunState, ToolCallRecord
 from xclaw.core.tooling import PreparedCall
 from xclaw.page import recovery as rc
@@ -63,6 +63,7 @@ class PageRun:
         self.previous_planned: list[str] = []
         self.previous_output = ""
         self.previous_results: list[str] = []
+        self.previous_images: list[ImagePart] = []  # screenshots for the next round message
         self.protocol_hint = ""
         self.violations = 0
         self.round_message: Message | None = None
@@ -85,9 +86,11 @@ class PageRun:
         )
 
     # -- hooks ----------------------------------------------------------------------------
-    def before_model_call(self, state: RunState) -> None:
+    async def before_model_call(self, state: RunState) -> None:
         self.state = state
         self.broke_after = None
+        if state.turn > 0:  # seed 002 §1.3: every round reads the page as it is now
+            await self.keeper.refresh()
         self.setup.follow_url()
         text = build_round_message(
             RoundInput(
@@ -103,7 +106,8 @@ class PageRun:
             )
         )
         self._outdate_previous_round(state)
-        self.round_message = Message.user(text)
+        images, self.previous_images = tuple(self.previous_images), []
+        self.round_message = Message("user", (TextPart(text), *images))
         state.append(self.round_message, "system_alert")
 
     def view(self, state: RunState, messages: Sequence[Message]) -> Sequence[Message]:
@@ -141,8 +145,6 @@ class PageRun:
                 reply,
             )
         await self._not_found_dialogue(records)
-        if not self.keeper.fresh:
-            await self.keeper.read()
 
     def completion_gate(self, state: RunState) -> str | None:
         reply = _last_reply(state)
@@ -179,18 +181,26 @@ class PageRun:
                 "Not run: the same batch as last round, which succeeded.",
                 data={"skipped": True},
             )
+        return None
+
+    async def before_execute(self, call: ToolCallPart) -> ToolResult | None:
+        """The forced round break (nothing runs after a DOM-changing action in one batch), and
+        a ``page_info`` read of what the round's snapshot already shows: refused only while
+        no action ran and the page has not changed since that snapshot."""
+        if self.broke_after:
+            return rc.round_break_result(self.broke_after)
         debounced = self.debounce.check(call.name, call.arguments)
         if call.name != "page_info":
             return None
         action = rc.action_of(call.arguments)
-        refused = rc.redundant_page_info(action, self.keeper.fresh, self.keeper.url) or debounced
+        if action not in rc.REDUNDANT_PAGE_INFO or not self.keeper.fresh:
+            return None
+        if self.keeper.can_tell and await self.keeper.changed(since_any=True):
+            return None  # e.g. after a wait: the snapshot is not current, let the model read
+        refused = rc.redundant_page_info(action, True, self.keeper.url) or debounced
         if refused is not None:
             self.setup.metrics.intercepts += 1
         return refused
-
-    def before_execute(self, call: ToolCallPart) -> ToolResult | None:
-        """The forced round break: nothing runs after a DOM-changing action in one batch."""
-        return rc.round_break_result(self.broke_after) if self.broke_after else None
 
     async def after_execute(
         self, prepared: PreparedCall, result: ToolResult, rerun: Rerun
@@ -263,6 +273,7 @@ class PageRun:
         self.previous_planned = [describe_call(r.name, r.input) for r in records]
         self.previous_output = normalise_output(reply)
         self.previous_results = [describe_result(r.name, r.input, r.result) for r in records]
+        self.previous_images = [image for r in records for image in r.result.images]
 
     async def _not_found_dialogue(self, records: list[ToolCallRecord]) -> None:
         failures = [
@@ -276,6 +287,16 @@ class PageRun:
 
     def _extra_sections(self) -> list[tuple[str, str]]:
         sections = []
+        if self.previous_images:
+            count = len(self.previous_images)
+            sections.append(
+                (
+                    "Screenshots",
+                    f"{count} screenshot{'s' if count > 1 else ''} from the previous round "
+                    "follow this text as images (a model that cannot see them gets the file "
+                    "paths in the previous round results).",
+                )
+            )
         retry = self.retry.section()
         if retry is not None:
             sections.append(retry)

@@ -40,7 +40,7 @@ class PageToolbox:
         return await self._current().inspect(prepared)
 
     async def execute(self, prepared: PreparedCall, output: OutputSink) -> ToolResult:
-        skipped = self._run.before_execute(prepared.call)
+        skipped = await self._run.before_execute(prepared.call)
         if skipped is not None:
             return skipped
         bound = self._current()

@@ -10,14 +10,19 @@ results, so the loop never crashes on a page that changed under it.
 from __future__ import annotations
 
 import json
+import secrets
+import time
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from xclaw.core.messages import ToolResult
+from xclaw.core.messages import ImagePart, ToolResult
 from xclaw.core.tooling import NO_ACCESS, Access, Risk, WebAddress
+from xclaw.dirs import run_output_dir
 from xclaw.page.driver import DOM_CHANGING_ACTIONS, PageDriver
-from xclaw.tools.base import Tool, tool
+from xclaw.tools.atomic import atomic_write_bytes
+from xclaw.tools.base import Tool, ToolContext, tool
 
 __all__ = ["PAGE_TOOL_NAMES", "page_tools"]
 
@@ -42,10 +47,19 @@ DomAction = Literal[
 ]
 NavigateAction = Literal["goto", "back", "forward", "reload", "scroll"]
 PageInfoAction = Literal[
-    "get_url", "get_title", "get_selection", "get_viewport", "snapshot", "query_all"
+    "get_url",
+    "get_title",
+    "get_selection",
+    "get_viewport",
+    "snapshot",
+    "query_all",
+    "screenshot",
+    "screenshot_annotated",
 ]
 WaitAction = Literal["wait_for_selector", "wait_for_hidden", "wait_for_text", "wait_for_stable"]
-WaitState = Literal["attached", "visible", "hidden", "detached"]
+WaitState = Literal[
+    "attached", "visible", "hidden", "detached", "enabled", "disabled", "checked", "unchecked"
+]
 Millis = Annotated[int, Field(ge=0, le=60_000)]
 _QUIET = ("ok", "message")
 
@@ -85,9 +99,10 @@ def _dom_tool(driver: PageDriver) -> Tool:
             attribute: For get_attr/set_attr: the attribute (checked, value, href, ...).
             className: Older name of value for add_class/remove_class.
             clickCount: For click: 2 double-clicks, 3 triple-clicks.
-            waitMs: How long to wait for the element to appear (default 2000).
+            waitMs: How long to wait for the element to appear and be actionable: visible,
+                enabled, editable for typing, not covered (default 2000).
             waitSeconds: The same in seconds (waitMs wins).
-            force: Skip the visible/stable/enabled/not-covered checks.
+            force: Skip the visible/stable/enabled/editable/not-covered waits.
         """
         out = await driver.dom(
             action,
@@ -164,9 +179,39 @@ def _navigate_tool(driver: PageDriver) -> Tool:
     return navigate
 
 
+def _screenshot(ctx: ToolContext, shot: dict[str, Any], annotated: bool) -> ToolResult:
+    """Save the PNG in the run's output folder; the result carries the picture (for models
+    that see) and says what it is of and where it is (for those that do not)."""
+    folder = (ctx.workspace.output_dir or run_output_dir(ctx.session_id or "page")) / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = "annotated" if annotated else "shot"
+    target = folder / f"{stem}-{time.strftime('%H%M%S')}-{secrets.token_hex(2)}.png"
+    atomic_write_bytes(target, shot["png"], durable=False)
+    what = "Annotated screenshot" if annotated else "Screenshot"
+    text = (
+        f"{what} of the viewport of {shot['title'] or '(untitled)'} — {shot['url']} "
+        f"({shot['width']}x{shot['height']} PNG), saved to {target}; the image is attached to "
+        "the next round for models that can see it."
+    )
+    boxes = shot["boxes"]
+    if annotated:
+        refs = ", ".join(b["ref"] for b in boxes[:60]) + (" …" if len(boxes) > 60 else "")
+        text += f" Red boxes are labelled with the refs of the latest snapshot: {refs or 'none'}."
+    result = ToolResult.success(
+        text,
+        action="screenshot_annotated" if annotated else "screenshot",
+        path=str(target),
+        width=shot["width"],
+        height=shot["height"],
+        **({"boxes": boxes} if annotated else {}),
+    )
+    return replace(result, images=(ImagePart("image/png", shot["png"]),))
+
+
 def _page_info_tool(driver: PageDriver) -> Tool:
     @tool("page_info", risk=Risk.READ, timeout_s=60.0, output_cap=64_000)
     async def page_info(
+        ctx: ToolContext,
         action: PageInfoAction,
         selector: str | None = None,
         maxDepth: Annotated[int, Field(ge=1, le=50)] | None = None,  # noqa: N803
@@ -176,8 +221,10 @@ def _page_info_tool(driver: PageDriver) -> Tool:
         maxChildren: Annotated[int, Field(ge=1, le=1000)] | None = None,  # noqa: N803
         maxTextLength: Annotated[int, Field(ge=1, le=1000)] | None = None,  # noqa: N803
     ) -> ToolResult:
-        """Read the page: get_url, get_title, get_selection, get_viewport, snapshot, query_all.
-        The loop already shows the latest snapshot each round; call this only when it cannot.
+        """Read the page: get_url, get_title, get_selection, get_viewport, snapshot, query_all,
+        screenshot (the viewport as an image) or screenshot_annotated (with a red box labelled
+        with its ref on each control). The loop already shows the latest snapshot each round;
+        call this only when it cannot, or to see what the page looks like.
 
         Args:
             action: What to read.
@@ -189,6 +236,9 @@ def _page_info_tool(driver: PageDriver) -> Tool:
             maxChildren: Children kept per parent (default 25).
             maxTextLength: Characters of text per node (default 40).
         """
+        if action in ("screenshot", "screenshot_annotated"):
+            annotated = action == "screenshot_annotated"
+            return _screenshot(ctx, await driver.screenshot(annotated=annotated), annotated)
         args = {
             "selector": selector,
             "maxDepth": maxDepth,
@@ -207,7 +257,10 @@ def _page_info_tool(driver: PageDriver) -> Tool:
 
 
 def _wait_tool(driver: PageDriver) -> Tool:
-    @tool("wait", risk=Risk.READ, timeout_s=150.0)
+    # Not read-only for the dispatcher: read-only neighbours run together, and what follows a
+    # wait in a batch (a snapshot, a click) must run after the wait is over. (It still counts as
+    # a read for idle-round detection: ``recovery.is_read_only_call``.)
+    @tool("wait", risk=Risk.READ, read_only=False, timeout_s=150.0)
     async def wait(
         action: WaitAction,
         selector: str | None = None,
@@ -221,7 +274,8 @@ def _wait_tool(driver: PageDriver) -> Tool:
         Args:
             action: wait_for_selector, wait_for_hidden, wait_for_text or wait_for_stable.
             selector: For wait_for_selector/wait_for_hidden: a #ref or CSS selector.
-            state: For wait_for_selector: attached (default), visible, hidden or detached.
+            state: For wait_for_selector: attached (default), visible, hidden, detached,
+                enabled, disabled, checked or unchecked (a #ref works as the selector).
             text: For wait_for_text: the text to wait for.
             timeout: Milliseconds before giving up (default 10000).
             quietMs: For wait_for_stable: how long the page must not change (default 300).

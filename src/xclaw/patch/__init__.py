@@ -6,7 +6,7 @@ review; apply and revert write the user's working tree only after hash checks.
 """
 
 from xclaw.patch.engine import PatchJob
-from xclaw.patch.gitio import PatchError
 from xclaw.patch.job import JobRecord, JobSpec, JobStore, PatchLimits, Target
+from xclaw.worktree.gitio import PatchError
 
 __all__ = ["JobRecord", "JobSpec", "JobStore", "PatchError", "PatchJob", "PatchLimits", "Target"]

@@ -20,11 +20,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from xclaw.patch.gitio import PatchError, git
 from xclaw.patch.health import check_health, real_path, status_records
 from xclaw.patch.job import JobRecord, sha256
 from xclaw.patch.worktree import file_hash, private_repo, worktrees_dir
 from xclaw.tools.atomic import atomic_write_bytes
+from xclaw.worktree.gitio import PatchError, git
 
 Hashes = dict[str, str | None]
 View = dict[str, tuple[str, str | None]]  # path -> (its git status record, its hash)

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xclaw.core.errors import ToolError
-from xclaw.patch.gitio import PatchError, git, git_ok
 from xclaw.patch.job import PatchLimits, sha256
 from xclaw.patch.paths import is_dependency_manifest, is_text, normalize_rel
 from xclaw.patch.session import PatchSession
 from xclaw.patch.worktree import file_hash
+from xclaw.worktree.gitio import PatchError, git, git_ok
 
 _ALLOWED_MODES = {"000000", "100644", "100755"}
 

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from xclaw.config import CheckConfig
-from xclaw.patch.gitio import PatchError, git, run_program
 from xclaw.patch.job import JobRecord, sha256
 from xclaw.redact import redact
 from xclaw.sandbox.base import LocalSandbox
 from xclaw.tools.atomic import atomic_write_bytes
+from xclaw.worktree.gitio import PatchError, git, run_program
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|[\x00-\x08\x0b-\x1f\x7f]")
 

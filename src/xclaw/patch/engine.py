@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xclaw.config import CheckConfig, load_config
+from xclaw.config import CheckConfig, XclawConfig, load_config
 from xclaw.core.events import Event, EventBus
 from xclaw.core.hooks import Hooks
 from xclaw.core.limits import Limits
@@ -24,7 +24,6 @@ from xclaw.patch.apply import apply_record, revert_record
 from xclaw.patch.changeset import CarriedPaths, Changeset, collect, invalid
 from xclaw.patch.checks import changeset_digest, require_checks_passed
 from xclaw.patch.conventions import conventions_message
-from xclaw.patch.gitio import PatchError
 from xclaw.patch.health import check_health, real_path, require_usable
 from xclaw.patch.job import (
     JobRecord,
@@ -40,7 +39,6 @@ from xclaw.patch.prompt import SYSTEM_PROMPT, job_message
 from xclaw.patch.session import PatchSession
 from xclaw.patch.tools import patch_registry, run_session_check
 from xclaw.patch.worktree import (
-    commit_baseline,
     create_worktree,
     remove_leftovers,
     remove_worktree,
@@ -49,7 +47,10 @@ from xclaw.patch.worktree import (
 )
 from xclaw.policy.approval import ModeApprover
 from xclaw.policy.engine import PolicyEngine
+from xclaw.sandbox.base import LocalSandbox
 from xclaw.tools.base import Workspace
+from xclaw.worktree.baseline import commit_baseline
+from xclaw.worktree.gitio import PatchError
 
 
 @dataclass(slots=True)
@@ -65,7 +66,9 @@ class PatchJob:
     checks: dict[str, CheckConfig] = field(default_factory=dict)
     limits: PatchLimits = field(default_factory=PatchLimits)
     store: JobStore = field(default_factory=JobStore)
-    sandbox: Any = None  # a LocalSandbox for checks; None: the default (auto)
+    # Where checks and git run; None: chosen from the user's configuration (``xclaw patch``
+    # passes the one of its resolved configuration, see ``xclaw.compose.patch``).
+    sandbox: LocalSandbox | None = None
     bus: EventBus = field(default_factory=EventBus)
     session_id: str = field(default_factory=lambda: secrets.token_hex(8))
     allowed_modes: tuple[str, ...] = ()  # the user config's patch.allow_modes
@@ -205,14 +208,17 @@ class PatchJob:
         held = record.deletes or record.manifests or record.made_executable
         return checks_ok and not held
 
-    def _sandbox(self) -> Any:
-        if self.sandbox is not None:
-            return self.sandbox
-        from xclaw.sandbox.resolve import session_sandbox
+    def _sandbox(self) -> LocalSandbox:
+        return self.sandbox if self.sandbox is not None else job_sandbox(load_config(self.root))
 
-        # Checks and git run here on this machine; the worktree lies in the data dir.
-        cfg = load_config(self.root)
-        return session_sandbox(cfg, local=True, visible=worktrees_dir()).sandbox
+
+def job_sandbox(config: XclawConfig) -> LocalSandbox:
+    """The sandbox of a change job's checks and git, from the resolved configuration: they run
+    here on this machine (``full`` becomes ``auto``), and the worktree in the data dir stays
+    visible."""
+    from xclaw.sandbox.resolve import local_sandbox
+
+    return local_sandbox(config, visible=worktrees_dir())
 
 
 async def apply_job(record: JobRecord, store: JobStore) -> JobRecord:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from xclaw.patch.gitio import PatchError, git
 from xclaw.patch.job import PatchLimits, sha256
+from xclaw.worktree.gitio import PatchError, git
 
 State = Literal["clean", "dirty", "blocked"]
 _IN_PROGRESS = {

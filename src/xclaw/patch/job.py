@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 from xclaw.core.errors import XclawError
 from xclaw.dirs import data_dir
-from xclaw.patch.gitio import PatchError
 from xclaw.tools.atomic import atomic_write_bytes
+from xclaw.worktree.gitio import PatchError
 
 Mode = Literal["review", "auto", "trusted-auto"]
 Health = Literal["require-clean", "include-local-changes"]

@@ -17,9 +17,10 @@ from xclaw.core.errors import LimitExceeded
 from xclaw.core.messages import ToolResult
 from xclaw.core.state import RunState, ToolCallRecord
 from xclaw.patch.checks import CheckResult
-from xclaw.patch.gitio import git
 from xclaw.patch.job import PatchLimits, sha256
 from xclaw.patch.worktree import file_hash
+from xclaw.sandbox.base import LocalSandbox
+from xclaw.worktree.gitio import git
 
 
 @dataclass(slots=True)
@@ -27,7 +28,7 @@ class PatchSession:
     worktree: Path
     limits: PatchLimits
     checks: dict[str, CheckConfig]
-    sandbox: Any  # a LocalSandbox for run_check
+    sandbox: LocalSandbox  # for run_check
     version: int = 0
     terminal: str = ""  # "CODE: sentence" once a tool hit a failure that ends the job
     tool_calls: int = 0

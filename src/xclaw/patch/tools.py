@@ -30,12 +30,12 @@ from xclaw.patch.changeset import (
 from xclaw.patch.checks import CheckResult
 from xclaw.patch.checks import run_check as run_trusted_check
 from xclaw.patch.diffparse import parse_patch
-from xclaw.patch.gitio import PatchError, git
 from xclaw.patch.paths import is_protected, is_text, normalize_rel, path_denied, regular_file
 from xclaw.patch.session import PatchSession
 from xclaw.patch.writes import apply_patch_tool, replace_text_tool
 from xclaw.tools.base import Tool, tool
 from xclaw.tools.registry import ToolRegistry
+from xclaw.worktree.gitio import PatchError, git
 
 READ_LINES = 400
 LINE_CHARS = 400

@@ -1,4 +1,5 @@
-"""The job's isolated worktree: create, seed with the user's bytes, baseline, remove.
+"""The job's isolated worktree: create, seed with the user's bytes, remove (the baseline
+commit is ``xclaw.worktree.baseline``'s, shared with the agents' isolated workspaces).
 
 The worktree is a private repository of xclaw's (``private_repo``) that borrows the user's
 objects through ``objects/info/alternates``: nothing is written to the user's repository,
@@ -22,12 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xclaw.dirs import data_dir
-from xclaw.patch.gitio import PatchError, git, git_ok
 from xclaw.patch.health import HealthReport, check_health
 from xclaw.patch.job import JobRecord, JobStore, PatchLimits, sha256
 from xclaw.tools.atomic import atomic_write_bytes
+from xclaw.worktree.gitio import PatchError, git, git_ok
 
-_IDENTITY = ("-c", "user.name=xclaw", "-c", "user.email=xclaw@localhost")
 # Highest precedence of all attribute sources: no conversion between blob and file, git's own
 # binary detection for diffs (``!diff`` drops a repository's ``-diff`` and diff drivers).
 NEUTRAL_ATTRIBUTES = "* -text -ident -filter -working-tree-encoding !diff\n"
@@ -266,27 +266,6 @@ def _state(root: Path, rel: str) -> tuple[str | None, bool]:
     if os.path.islink(root / rel):
         return f"link:{os.readlink(root / rel)}", False
     return file_hash(root, rel), executable
-
-
-async def commit_baseline(
-    wt: Path, *, code: str = "PATCH_BASELINE_FAILED", message: str = "xclaw baseline"
-) -> str:
-    """A commit inside the worktree only: the job's (or worker's) diff is then the agent's
-    work alone. ``code`` names a failure for the caller's face."""
-    await git_ok(wt, "add", "--all", code=code)
-    await git_ok(
-        wt,
-        *_IDENTITY,
-        "commit",
-        "--quiet",
-        "--no-verify",
-        "--allow-empty",
-        "-m",
-        message,
-        code=code,
-    )
-    done = await git_ok(wt, "rev-parse", "HEAD", code=code)
-    return done.text.strip()
 
 
 def _raced(what: str) -> PatchError:

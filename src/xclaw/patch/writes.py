@@ -17,12 +17,12 @@ from xclaw.core.errors import ToolError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Risk
 from xclaw.patch.diffparse import FilePatch, parse_patch, rejected
-from xclaw.patch.gitio import git
 from xclaw.patch.hunks import plan_patch, uniform_crlf, write_all
 from xclaw.patch.paths import is_text, normalize_rel, path_denied, regular_file
 from xclaw.patch.session import PatchSession
 from xclaw.tools.atomic import atomic_write_bytes
 from xclaw.tools.base import Tool, tool
+from xclaw.worktree.gitio import git
 
 INLINE_PATCH_CHARS = 256 * 1024  # larger patches are applied off the event loop
 

@@ -54,3 +54,43 @@ def _command_words(words: list[str]) -> list[str]:
             continue
         break
     return words[i:]
+
+
+# What a reader can hide code in: expansions, substitutions, escapes, here-documents, and
+# the redirections that open a process (``>(cmd)``) or a descriptor (``>&3``).
+_HIDDEN = ("$", "`", "\\", "<<", "<(", ">(")
+_WRITES = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
+_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+
+
+def plain_script(script: str) -> tuple[list[list[str]], list[str]] | None:
+    """(its simple commands, the files it writes through ``>``) when ``script`` hides
+    nothing: no expansion, substitution, escape, here-document, glob of a target, or operator
+    this reading does not know. None otherwise: then only running it would tell."""
+    if any(mark in script for mark in _HIDDEN):
+        return None
+    lexer = shlex.shlex(script.replace("\n", " ; "), posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return None
+    writes: list[str] = []
+    after: str | None = None  # the redirection waiting for its target
+    for token in tokens:
+        if after is not None:
+            if token in _SEPARATORS or token in _REDIRECTS or any(c in token for c in "*?[~"):
+                return None
+            if after in _WRITES and token not in _DEVICES:
+                writes.append(token)
+            elif after in (">&", "<&") and not token.isdigit() and token != "-":
+                writes.append(token)  # ``>& file`` is ``&> file``
+            after = None
+        elif token in _REDIRECTS:
+            after = token
+        elif token not in _SEPARATORS and not token[:1].isalnum() and token[:1] in "();<>|&!":
+            return None  # an operator this reading does not know (";&", "<<-", ...)
+    commands = simple_commands(script)
+    if after is not None or commands is None:
+        return None
+    return commands, list(dict.fromkeys(writes))

@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from xclaw.sandbox.protect import is_protected_rel
+from xclaw.policy.protected import is_protected_rel
 
 
 def _candidates(arg: str) -> list[str]:

@@ -18,7 +18,8 @@ from typing import Literal
 
 from xclaw.core.tooling import Risk
 from xclaw.policy._argv import Options, before_dashdash, long_is, scan, short_flags, split_string
-from xclaw.policy._shell import simple_commands
+from xclaw.policy._shell import plain_script, simple_commands
+from xclaw.policy.allowlist import known_safe
 from xclaw.policy.launchers import (
     CODE_VARIABLES,
     MAX_DEPTH,
@@ -377,7 +378,10 @@ def _per_input(family: str, verdict: CommandVerdict) -> CommandVerdict:
 
 def _inside_shell_code(args: Sequence[str], verdict: CommandVerdict, depth: int) -> CommandVerdict:
     """A shell's inline code (``sh -c STRING``) asks like the destructive or outgoing command
-    it visibly holds; granting that command alone does not let the rest of the code run."""
+    it visibly holds; granting that command alone does not let the rest of the code run.
+    Code that hides nothing and runs only read-only programs asks as the command it is (its
+    risk is running it, not destroying), and names the files it redirects into (``echo hi >
+    notes.txt``): the same rule and grant, a plain label."""
     inline, i = scan(args, _SHELL)
     if not inline or "c" not in short_flags(args[i]):
         return verdict
@@ -387,7 +391,15 @@ def _inside_shell_code(args: Sequence[str], verdict: CommandVerdict, depth: int)
         if inner.action == "ask" and not inner.runs_code:
             reason = f"{inner.reason}, in inline code"
             return CommandVerdict("ask", inner.risk, reason, verdict.rule)
-    return verdict
+    plain = plain_script(script or "")
+    if plain is None or not plain[0] or not all(known_safe(w[0], w[1:]) for w in plain[0]):
+        return verdict
+    writes = plain[1]
+    if writes:
+        reason = f"writes {', '.join(writes)}, in {verdict.reason}"
+    else:
+        reason = f"{verdict.reason} running read-only commands only"
+    return CommandVerdict("ask", Risk.EXECUTE, reason, verdict.rule, runs_code=True)
 
 
 _PRIV = Risk.DESTRUCTIVE

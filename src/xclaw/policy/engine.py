@@ -17,7 +17,15 @@ from pathlib import Path
 
 from xclaw.core.errors import PolicyDenied
 from xclaw.core.messages import ToolResult
-from xclaw.core.tooling import Access, Command, Decision, Grant, PreparedCall, Risk
+from xclaw.core.tooling import (
+    Access,
+    Command,
+    Decision,
+    Grant,
+    PreparedCall,
+    Risk,
+    WorkspaceView,
+)
 from xclaw.policy.allowlist import known_safe
 from xclaw.policy.approval import approval_denied_result, policy_denied_result
 from xclaw.policy.arguments import linked_arguments, protected_arguments
@@ -27,7 +35,6 @@ from xclaw.policy.commands import classify_command
 from xclaw.policy.launchers import normalize_program
 from xclaw.policy.paths import is_secret_path, resolve_inside_root
 from xclaw.policy.reach import needs_network, publishes
-from xclaw.tools.base import Workspace
 
 _RISK_ORDER = list(Risk)  # read < write < execute < sensitive < destructive < external
 _ACTION_ORDER = {"allow": 0, "ask": 1, "deny": 2}
@@ -40,7 +47,7 @@ _ASKING_RISKS = frozenset({Risk.SENSITIVE, Risk.DESTRUCTIVE, Risk.EXTERNAL})
 class PolicyEngine:
     """Implements ``core.tooling.Policy`` for one run's workspace."""
 
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(self, workspace: WorkspaceView) -> None:
         self.workspace = workspace
 
     def grant(self, grant: Grant) -> None:

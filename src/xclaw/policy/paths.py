@@ -113,12 +113,15 @@ def resolve_inside_root(
     and the caller writes to the resolved ``path``, never through the link.
     """
     check_syntax(raw)
-    root = _realpath(root, raw)
-    joined = os.path.join(root, raw)
-    # realpath walks component by component, so "link/.." means what the OS means by it;
-    # the lexical form only tells a symlink escape apart from a plain outside path.
-    real = _realpath(joined, raw)
-    lexical = Path(os.path.normpath(joined))
+    # realpath walks component by component, so "link/.." means what the OS means by it.
+    real = _realpath(os.path.join(root, raw), raw)
+    # That walk went through the root's own components first: a target resolved beneath the
+    # root as given shows the root is its own realpath (a resolved path holds no link, and
+    # it was checked just now), so it is resolved again only when the target is elsewhere.
+    if not _within(real, root):
+        root = _realpath(root, raw)
+    # the lexical form only tells a symlink escape apart from a plain outside path
+    lexical = Path(os.path.normpath(os.path.join(root, raw)))
     st, problem = _inspect(real, raw)
     exists = st is not None
     nlink = st.st_nlink if st is not None and stat.S_ISREG(st.st_mode) else 0

@@ -3,7 +3,8 @@ sandbox per session) or ``host`` (explicit choice, or when bubblewrap cannot wor
 warning, never silently).
 
 ``make_sandbox`` picks one from the configured mode; ``SandboxChoice.warning`` says what the
-live view and ``doctor`` must show.
+live view and ``doctor`` must show. Every backend implements ``xclaw.core.sandbox.Sandbox``
+(re-exported here), the contract the layers that only hold a sandbox type against.
 """
 
 from __future__ import annotations
@@ -15,26 +16,33 @@ from pathlib import Path
 from typing import Literal
 
 from xclaw.core.errors import ConfigError
-from xclaw.sandbox.base import CommandRequest, Launch, LocalSandbox, Mode, RemoteSandbox
+from xclaw.core.sandbox import Mode, Sandbox
+from xclaw.sandbox.base import CommandRequest, Launch, LocalSandbox, RemoteSandbox
 from xclaw.sandbox.bwrap import BwrapOptions, BwrapSandbox, bwrap_problem
 from xclaw.sandbox.host import HostSandbox
 from xclaw.sandbox.orphans import reap_orphans
 
 Requested = Literal["auto", "bwrap", "host", "full"]
-Sandbox = BwrapSandbox | HostSandbox | RemoteSandbox
+LocalRequested = Literal["auto", "bwrap", "host"]
+LocalBackend = BwrapSandbox | HostSandbox
+Backend = LocalBackend | RemoteSandbox  # what ``make_sandbox`` builds
 
 __all__ = [
+    "Backend",
     "BwrapOptions",
     "BwrapSandbox",
     "CommandRequest",
     "HostSandbox",
     "Launch",
+    "LocalBackend",
+    "LocalRequested",
     "LocalSandbox",
     "Mode",
     "RemoteSandbox",
     "Requested",
     "Sandbox",
     "SandboxChoice",
+    "make_local_sandbox",
     "make_sandbox",
     "requested_mode",
 ]
@@ -42,7 +50,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class SandboxChoice:
-    sandbox: Sandbox
+    sandbox: Backend
     warning: str = ""
 
     @property
@@ -95,14 +103,25 @@ def make_sandbox(
     hidden: tuple[Path, ...] = (),
 ) -> SandboxChoice:
     """Build the sandbox for one session. ``bwrap`` asked for but unusable is an error."""
-    opts = options or BwrapOptions()
-    opts.hidden = hidden or opts.hidden
     if requested == "full":
         from xclaw.sandbox.remote import sandbox_from_environment
 
         return SandboxChoice(sandbox_from_environment())
+    local, warning = make_local_sandbox(requested, options=options, hidden=hidden)
+    return SandboxChoice(local, warning)
+
+
+def make_local_sandbox(
+    requested: LocalRequested = "auto",
+    *,
+    options: BwrapOptions | None = None,
+    hidden: tuple[Path, ...] = (),
+) -> tuple[LocalBackend, str]:
+    """A sandbox that starts programs on this machine, and the warning to show (or "")."""
+    opts = options or BwrapOptions()
+    opts.hidden = hidden or opts.hidden
     if requested == "host":
-        return SandboxChoice(
+        return (
             HostSandbox(opts.env_passthrough, "chosen"),
             "sandbox: host mode (chosen) — commands run unconfined as your user; "
             "everything but known read-only commands asks first",
@@ -110,7 +129,7 @@ def make_sandbox(
     problem = bwrap_problem()
     if problem is None:
         _reap_now_and_then()  # sandboxes a killed xclaw left behind
-        return SandboxChoice(BwrapSandbox(opts), _bwrap_gaps(opts))
+        return BwrapSandbox(opts), _bwrap_gaps(opts)
     if requested == "bwrap":
         raise ConfigError(
             f"The bwrap sandbox was requested but {problem}.",
@@ -118,7 +137,7 @@ def make_sandbox(
             hint="Install bubblewrap (apt-get install bubblewrap) and allow user namespaces, "
             "or choose --sandbox host knowingly.",
         )
-    return SandboxChoice(
+    return (
         HostSandbox(opts.env_passthrough, problem),
         f"sandbox: host mode because {problem} — commands run unconfined as your user; "
         "everything but known read-only commands asks first",

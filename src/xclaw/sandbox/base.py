@@ -1,10 +1,11 @@
-"""What every sandbox offers the command tools, as data and one small protocol.
+"""What every sandbox offers the command tools, as data and two protocols over ``Sandbox``.
 
-A *local* sandbox (``bwrap``, ``host``) turns a validated command into a ``Launch``: the
-program xclaw actually starts (``bwrap ... -- prog argv`` or ``prog argv`` itself), its
-environment and working directory. The command tools keep doing the spawning, output capture
-and tree killing, written once. A *remote* sandbox (``full``) runs the command elsewhere and
-streams its output back; it implements ``RemoteSandbox``.
+``xclaw.core.sandbox.Sandbox`` (a mode and a close) is what the layers that only hold a
+sandbox see. A *local* sandbox (``bwrap``, ``host``) turns a validated command into a
+``Launch``: the program xclaw actually starts (``bwrap ... -- prog argv`` or ``prog argv``
+itself), its environment and working directory. The command tools keep doing the spawning,
+output capture and tree killing, written once. A *remote* sandbox (``full``) runs the command
+elsewhere and streams its output back; it implements ``RemoteSandbox``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from xclaw.core.errors import ToolError
+from xclaw.core.sandbox import Sandbox
 from xclaw.sandbox.limits import PidsGroup
-
-Mode = Literal["bwrap", "host", "full"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +95,16 @@ class Launch:
 
 
 @runtime_checkable
-class LocalSandbox(Protocol):
-    mode: Mode
+class LocalSandbox(Sandbox, Protocol):
+    """``bwrap`` and ``host``: xclaw starts the program this returns, on this machine."""
 
-    def launch(self, request: CommandRequest, *, tag: str) -> Launch:
-        """The process to start for ``request``; ``tag`` goes into its environment."""
+    def launch(self, request: CommandRequest, *, tag: str, network: bool = False) -> Launch:
+        """The process to start for ``request``; ``tag`` goes into its environment.
+        ``network``: a human approved the network beyond loopback for this command."""
+        ...
+
+    async def publish(self, url: str) -> str:
+        """The host's address of a loopback ``url`` a program serves inside the sandbox."""
         ...
 
 
@@ -114,8 +120,8 @@ OutputCallback = Callable[[Literal["stdout", "stderr"], bytes], None]
 
 
 @runtime_checkable
-class RemoteSandbox(Protocol):
-    mode: Mode
+class RemoteSandbox(Sandbox, Protocol):
+    """``full``: the command runs elsewhere, on a copy of the project."""
 
     async def run(
         self,
@@ -128,4 +134,14 @@ class RemoteSandbox(Protocol):
         """Run to completion (or timeout) in the remote sandbox, streaming output."""
         ...
 
-    async def close(self) -> None: ...
+
+def command_sandbox(sandbox: Sandbox) -> LocalSandbox | RemoteSandbox:
+    """``sandbox`` as the command tools use it: a local launcher or a remote runner."""
+    if isinstance(sandbox, LocalSandbox | RemoteSandbox):
+        return sandbox
+    raise ToolError(
+        f"The {sandbox.mode} sandbox {type(sandbox).__name__} can neither launch nor run a "
+        "command.",
+        code="SANDBOX_UNSUPPORTED",
+        hint="Give the agent a sandbox of xclaw.sandbox (make_sandbox), or none.",
+    )

@@ -26,16 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from xclaw.core.sandbox import Mode
 from xclaw.gitsafe import git_identity
 from xclaw.policy.paths import is_secret_path
-from xclaw.sandbox.base import CommandRequest, Launch, Mode
+from xclaw.sandbox.base import CommandRequest, Launch
 from xclaw.sandbox.env import child_environment
 from xclaw.sandbox.limits import PidsGroup, SandboxLimits
 from xclaw.sandbox.netns import SessionNetwork
 from xclaw.sandbox.orphans import OWNER_VAR, owner_mark
+from xclaw.sandbox.proctree import TAG_VAR
 from xclaw.sandbox.protect import sealed_mounts
 from xclaw.sandbox.seccomp import program_fd
-from xclaw.tools._proctree import TAG_VAR
 
 SYSTEM_TREES = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Readable by root alone on the host; a root-run xclaw's commands act as the host's uid 0

@@ -7,9 +7,10 @@ allow-list of ``sandbox.env``.
 
 from __future__ import annotations
 
-from xclaw.sandbox.base import CommandRequest, Launch, Mode
+from xclaw.core.sandbox import Mode
+from xclaw.sandbox.base import CommandRequest, Launch
 from xclaw.sandbox.env import child_environment
-from xclaw.tools._proctree import TAG_VAR
+from xclaw.sandbox.proctree import TAG_VAR
 
 
 class HostSandbox:

@@ -13,7 +13,7 @@ import functools
 import os
 import signal
 
-from xclaw.tools._proctree import read_stat
+from xclaw.sandbox.proctree import read_stat
 
 OWNER_VAR = "XCLAW_OWNER"
 _LAUNCHERS = frozenset({"bwrap", "nsenter", "setpriv"})

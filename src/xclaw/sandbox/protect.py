@@ -21,21 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-AGENT_CONFIG = "xclaw.yaml"
-GIT_MODULES = ".gitmodules"
-# What git writes at a .git top level in ordinary work (add, commit, merge, rebase, gc...).
-GIT_WRITABLE = frozenset(
-    {
-        "objects", "refs", "logs", "index", "HEAD", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD",
-        "MERGE_MSG", "MERGE_MODE", "MERGE_AUTOSTASH", "CHERRY_PICK_HEAD", "REVERT_HEAD",
-        "REBASE_HEAD", "AUTO_MERGE", "COMMIT_EDITMSG", "TAG_EDITMSG", "SQUASH_MSG",
-        "NOTES_EDITMSG", "EDIT_DESCRIPTION", "BRANCH_DESCRIPTION", "packed-refs",
-        "rebase-merge", "rebase-apply", "sequencer", "shallow", "gc.pid", "gc.log",
-        "rr-cache", "lost-found", "filter-repo", "FETCH_HEAD.tmp",
-    }
-)  # fmt: skip
-_WRITABLE_PREFIXES = ("BISECT_", "next-index-", "sharedindex.", "index.stash.", "tmp_")
-_ALTERNATES = ("objects/info/alternates", "objects/info/http-alternates")
+from xclaw.policy.protected import AGENT_CONFIG, ALTERNATES, GIT_MODULES, is_git_writable
+
 # A new repository keeps its config only when every key is one git init / clone writes.
 _PLAIN_KEY = re.compile(
     r"^(?:core\.(?:repositoryformatversion|filemode|bare|logallrefupdates|ignorecase"
@@ -44,25 +31,6 @@ _PLAIN_KEY = re.compile(
 )
 _NEW_REPO_EXTRA = frozenset({"config", "description", "hooks", "info", "branches"})
 _MAX_DIRS = 100_000  # a walk this large stops here (and says so in the notes)
-
-
-def is_git_writable(name: str) -> bool:
-    """Whether git may create or change the ``.git`` top-level entry ``name`` in a sandbox."""
-    return name in GIT_WRITABLE or name.endswith(".lock") or name.startswith(_WRITABLE_PREFIXES)
-
-
-def is_protected_rel(rel: str) -> bool:
-    """True for a project-relative path the model may only write with a human's approval."""
-    parts = [p for p in rel.replace("\\", "/").split("/") if p not in ("", ".")]
-    if parts in ([AGENT_CONFIG], [".mcp.json"]) or (parts and parts[-1] == GIT_MODULES):
-        return True
-    for i, part in enumerate(parts):
-        if part != ".git":
-            continue
-        rest = parts[i + 1 :]
-        if not rest or not is_git_writable(rest[0]) or "/".join(rest) in _ALTERNATES:
-            return True
-    return False
 
 
 @dataclass(slots=True)
@@ -169,7 +137,7 @@ def _sealed_entries(git: Path) -> list[Path]:
     for name in names:
         if not is_git_writable(name):
             out.append(git / name)
-    out.extend(git / rel for rel in _ALTERNATES if os.path.lexists(git / rel))
+    out.extend(git / rel for rel in ALTERNATES if os.path.lexists(git / rel))
     return [p for p in out if not os.path.islink(p) and _inside(p, git)]
 
 
@@ -194,7 +162,7 @@ def snapshot(root: Path) -> Snapshot:
     for mark in marks:
         if mark.endswith("/.git") and _real_dir(mark):
             tops[mark] = _top(mark)
-            for rel in _ALTERNATES:
+            for rel in ALTERNATES:
                 alternates[os.path.join(mark, rel)] = _stamp(os.path.join(mark, rel))
     return Snapshot(marks, tops, alternates)
 
@@ -283,7 +251,7 @@ def _plain_new_repo(git: Path) -> bool:
     info = git / "info"
     if info.is_dir() and set(os.listdir(info)) - {"exclude"}:
         return False
-    if any(os.path.lexists(git / rel) for rel in _ALTERNATES):
+    if any(os.path.lexists(git / rel) for rel in ALTERNATES):
         return False
     return _plain_config(git / "config")
 

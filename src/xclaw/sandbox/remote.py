@@ -36,8 +36,9 @@ from e2b.connection_config import ApiParams
 from e2b.sandbox_async.commands.command_handle import AsyncCommandHandle
 
 from xclaw.core.errors import ToolError
+from xclaw.core.sandbox import Mode
 from xclaw.redact import MASK, redact
-from xclaw.sandbox.base import CommandRequest, Mode, OutputCallback, RemoteOutcome
+from xclaw.sandbox.base import CommandRequest, OutputCallback, RemoteOutcome
 from xclaw.sandbox.remote_sync import SyncReport, WorkingCopy
 
 UNAVAILABLE = "SANDBOX_UNAVAILABLE"  # no sandbox could be had: service, key, template

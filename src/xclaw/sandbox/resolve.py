@@ -1,11 +1,11 @@
 """The session sandbox of every entry point, built from the resolved configuration.
 
-``run``, ``tools call``, ``patch``, ``serve``, ``chronos``, ``agents``, ``mcp serve``, ``eval``,
-``demo`` and a ``Workspace`` left without one (with the user's configuration) all call
-``session_sandbox``: the mode is the flag, then ``XCLAW_SANDBOX``, then the config
-(``requested_mode``); the options are the user's
-(``config_options``: read-only paths, passed variables, ``run_as`` with
-``AGENT_RUN_UID``/``AGENT_RUN_GID``); xclaw's own data and config folders are hidden.
+``run``, ``tools call``, ``serve``, ``chronos``, ``agents``, ``mcp serve``, ``eval``, ``demo``
+and a ``Workspace`` left without one (with the user's configuration) all call
+``session_sandbox``; ``patch``, whose checks and git run on this machine, ``local_sandbox``.
+The mode is the flag, then ``XCLAW_SANDBOX``, then the config (``requested_mode``); the
+options are the user's (``config_options``: read-only paths, passed variables, ``run_as``
+with ``AGENT_RUN_UID``/``AGENT_RUN_GID``); xclaw's own data and config folders are hidden.
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING
 
 from xclaw.core.errors import ConfigError
 from xclaw.dirs import config_dir, data_dir
-from xclaw.sandbox import BwrapOptions, SandboxChoice, make_sandbox, requested_mode
+from xclaw.sandbox import (
+    BwrapOptions,
+    LocalBackend,
+    SandboxChoice,
+    make_local_sandbox,
+    make_sandbox,
+    requested_mode,
+)
 
 if TYPE_CHECKING:
     from xclaw.config import SandboxConfig, XclawConfig
@@ -63,19 +70,22 @@ def session_options(cfg: XclawConfig, *, visible: Path | None = None) -> BwrapOp
 
 
 def session_sandbox(
-    cfg: XclawConfig,
-    flag: str | None = None,
-    *,
-    local: bool = False,
-    visible: Path | None = None,
+    cfg: XclawConfig, flag: str | None = None, *, visible: Path | None = None
 ) -> SandboxChoice:
-    """The sandbox of one session. ``local``: the caller starts programs itself (patch checks
-    and git), so a remote ``full`` choice becomes ``auto``."""
-    requested = requested_mode(flag, cfg.sandbox.mode)
-    if local and requested == "full":
-        requested = "auto"
+    """The sandbox of one session."""
     options = session_options(cfg, visible=visible)
+    requested = requested_mode(flag, cfg.sandbox.mode)
     return make_sandbox(requested, options=options, hidden=options.hidden)
+
+
+def local_sandbox(cfg: XclawConfig, *, visible: Path | None = None) -> LocalBackend:
+    """The sandbox of a caller that starts programs itself on this machine (patch checks and
+    git): a remote ``full`` choice becomes ``auto``."""
+    options = session_options(cfg, visible=visible)
+    requested = requested_mode(None, cfg.sandbox.mode)
+    chosen = "auto" if requested == "full" else requested
+    sandbox, _ = make_local_sandbox(chosen, options=options, hidden=options.hidden)
+    return sandbox
 
 
 def _holds(folder: Path, path: Path) -> bool:

@@ -12,6 +12,7 @@ Traces and events are redacted; the transcript is kept as the model saw it.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from xclaw.core.messages import Message, ToolCallPart, ToolResult, ToolResultPart
@@ -19,6 +20,7 @@ from xclaw.core.recorder import MessageKind, PriorCall, call_key
 from xclaw.core.tooling import PreparedCall
 from xclaw.redact import redact, redact_json
 from xclaw.store.base import (
+    LEDGER_ORDER,
     Checkpoint,
     EventRecord,
     LedgerEntry,
@@ -30,7 +32,7 @@ from xclaw.store.base import (
     TranscriptItem,
     WriteBatch,
 )
-from xclaw.store.transcript import message_to_items
+from xclaw.store.transcript import TranscriptMessages, message_to_items
 
 if TYPE_CHECKING:
     from xclaw.core.events import Event
@@ -44,13 +46,81 @@ _FINAL_STATE = {
 }
 
 
+class LiveTranscript:
+    """A session's transcript as the store holds it, kept by the process writing it, so that
+    its next turn need not read it all again: the messages (``items_to_messages`` of every
+    item), the step of the last model item and the last turn, and the store's ``counters``
+    with the session's ``created_at`` when it was last written. It stands for the store only
+    while those still match: any write by anyone else adds a step, an item or an event (a
+    rollback removes the highest step, and step numbers are never handed out again), and a
+    session deleted and made again has another ``created_at``."""
+
+    __slots__ = ("counters", "created_at", "llm_step", "messages", "session_id", "turn")
+
+    def __init__(
+        self,
+        session: SessionRecord,
+        counters: tuple[int, int, int],
+        items: Sequence[TranscriptItem],
+    ) -> None:
+        self.session_id = session.id
+        self.created_at = session.created_at
+        self.counters = counters
+        self.messages = TranscriptMessages()
+        self.llm_step: str | None = None
+        self.turn = 0
+        self.add(items, counters)
+
+    def add(self, items: Sequence[TranscriptItem], counters: tuple[int, int, int]) -> None:
+        """Items just committed, and the counters the store has now."""
+        if items:
+            self.messages.extend(i.payload for i in items)
+            self.turn = max(self.turn, max(i.turn for i in items))
+            for item in reversed(items):
+                if _from_model(item.payload):
+                    self.llm_step = item.step_id
+                    break
+        self.counters = counters
+
+    def matches(self, session: SessionRecord, counters: tuple[int, int, int]) -> bool:
+        """Still the store's transcript of ``session`` (its record and counters just read)."""
+        return (
+            session.id == self.session_id
+            and session.created_at == self.created_at
+            and counters == self.counters
+        )
+
+
+def _from_model(payload: dict[str, Any]) -> bool:
+    """An item the model produced: the steps of a continued session chain on from it."""
+    return payload.get("type") in ("function_call", "reasoning") or (
+        payload.get("role") == "assistant"
+    )
+
+
 class SessionRecorder:
-    def __init__(self, store: Store, session: SessionRecord, *, new: bool) -> None:
+    def __init__(
+        self,
+        store: Store,
+        session: SessionRecord,
+        *,
+        new: bool,
+        counters: tuple[int, int, int] | None = None,
+        transcript: LiveTranscript | None = None,
+    ) -> None:
+        """``counters``: the store's, when the caller has just read them. ``transcript`` is
+        kept up to date with every batch committed (and dropped when a commit fails)."""
         self.store = store
         self.session = session
         self.sid = session.id
         self.batch = WriteBatch(self.sid, create=session if new else None)
-        steps, items, events = (0, 0, 0) if new else store.counters(self.sid)
+        if new:
+            counters = (0, 0, 0)
+        elif counters is None:
+            counters = store.counters(self.sid)
+        steps, items, events = counters
+        self.committed = counters  # the store's counters, as far as this recorder knows
+        self.transcript = transcript
         # After a rollback the numbering continues past the removed steps (never reused).
         high_water = int(session.meta.get("step_high_water", 0) or 0)
         self.step_no, self.item_seq, self.event_seq = max(steps, high_water), items, events
@@ -59,13 +129,28 @@ class SessionRecorder:
         self.tool_steps: dict[str, StepRecord] = {}  # ledger key → its tool_call step
         self.entries: dict[str, LedgerEntry] = {}  # this process's ledger rows
         self._prior: dict[str, LedgerEntry] | None = None
+        self._finished = False  # the run's last commit is made (see finished)
 
     # -- barriers -------------------------------------------------------------------------
     def flush(self) -> None:
         if self.batch.empty():
             return
         batch, self.batch = self.batch, WriteBatch(self.sid)
-        self.store.commit(batch)
+        try:
+            self.store.commit(batch)
+        except BaseException:
+            self.transcript = None  # what the store holds now is not known here
+            raise
+        steps, items, events = self.committed
+        if batch.steps:
+            steps = max(steps, max(s.number for s in batch.steps))
+        if batch.items:
+            items = max(items, batch.items[-1].seq)
+        if batch.events:
+            events = max(events, batch.events[-1].seq)
+        self.committed = (steps, items, events)
+        if self.transcript is not None:
+            self.transcript.add(batch.items, self.committed)
 
     def _phase(self, phase: str) -> None:
         self.batch.session_updates["phase"] = phase
@@ -185,13 +270,25 @@ class SessionRecorder:
             self.tool_steps[key] = step
         return step
 
+    def _queue_step(self, step: StepRecord) -> None:
+        """Upserted at the next commit, once: a step queued already is written as it is then."""
+        if not any(queued is step for queued in self.batch.steps):
+            self.batch.steps.append(step)
+
     def _ledger(self, key: str, phase: LedgerPhase, **changes: Any) -> None:
         entry = self.entries[key]
         entry.phase = phase
         entry.updated_at = time.time()
         for name, value in changes.items():
             setattr(entry, name, value)
-        self.batch.ledger.append(LedgerEntry(**{f: getattr(entry, f) for f in _LEDGER_FIELDS}))
+        row = LedgerEntry(**{f: getattr(entry, f) for f in _LEDGER_FIELDS})
+        batch = self.batch.ledger
+        for i, queued in enumerate(batch):
+            if queued.key == key:  # one row per call and commit: the one the upserts would keep
+                if LEDGER_ORDER[row.phase] >= LEDGER_ORDER[queued.phase]:
+                    batch[i] = row
+                return
+        batch.append(row)
 
     def prepared(self, state: RunState, prepared: PreparedCall, *, awaiting_approval: bool) -> None:
         call = prepared.call
@@ -238,7 +335,7 @@ class SessionRecorder:
             }
         )
         step.error = None if result.ok else redact(result.message)
-        self.batch.steps.append(step)
+        self._queue_step(step)
         if not read_only:
             self.flush()
 
@@ -253,7 +350,7 @@ class SessionRecorder:
                 step.status, step.ended_at = "failed", time.time()
                 step.output = {"ok": False, "error_code": part.result.error_code}
                 step.error = redact(part.result.message)
-                self.batch.steps.append(step)
+                self._queue_step(step)
             self._items(Message("tool", (part,)), step.step_id, state.turn)
             if key in self.entries:
                 self._ledger(key, "result_sent")
@@ -265,8 +362,8 @@ class SessionRecorder:
 
     # -- events, checkpoints, the end -------------------------------------------------------
     def event(self, ev: Event) -> None:
-        if ev.type in _SKIPPED_EVENTS:
-            return
+        if ev.type in _SKIPPED_EVENTS or self._finished:
+            return  # after the last commit nothing would land: not even redacted
         # The log says what happened; contents live once, in the transcript and the ledger.
         # Redacted before clipping, so a cut can never leave part of a key behind.
         payload = {k: _clip(redact_json(v)) for k, v in ev.payload.items() if k != "data"}
@@ -298,9 +395,7 @@ class SessionRecorder:
     def resume_from(self, items: list[TranscriptItem]) -> None:
         """Continue a recorded session: steps chain on from its last assistant turn."""
         for item in reversed(items):
-            if item.payload.get("type") in ("function_call", "reasoning") or (
-                item.payload.get("role") == "assistant"
-            ):
+            if _from_model(item.payload):
                 self.llm_step = item.step_id
                 break
 
@@ -324,6 +419,7 @@ class SessionRecorder:
         self.batch.session_updates.update(
             state=session_state, phase=phase, meta=meta, pending=pending
         )
+        self._finished = True
         self.flush()
 
 

@@ -94,23 +94,53 @@ def items_to_messages(items: Iterable[dict[str, Any]]) -> list[Message]:
 
     Hot on resume (a 10,000-step session has 20,000 items): one plain loop, no helpers per item.
     """
-    messages: list[Message] = []
-    names: dict[str, str] = {}
-    pending: list[Part] = []
-    pending_role = ""
-    for item in items:
-        role, part = _item_to_part(item, names)
-        if part is None:
-            continue
-        if role != pending_role or role == "user":
-            if pending:
-                messages.append(Message(pending_role, tuple(pending)))  # type: ignore[arg-type]
-            pending, pending_role = [part], role
-        else:
-            pending.append(part)
-    if pending:
-        messages.append(Message(pending_role, tuple(pending)))  # type: ignore[arg-type]
-    return messages
+    rebuilt = TranscriptMessages()
+    rebuilt.extend(items)
+    return rebuilt.messages()
+
+
+class TranscriptMessages:
+    """``items_to_messages`` kept up to date as items are added: ``messages()`` after any
+    sequence of ``extend`` calls is ``items_to_messages`` of all their items, in order (an item
+    may continue the last message: a tool output after another is the same tool message).
+
+    What a live session keeps between its turns instead of reading its transcript again."""
+
+    __slots__ = ("_done", "_names", "_pending", "_role", "_tail", "count")
+
+    def __init__(self) -> None:
+        self._done: list[Message] = []  # closed messages: nothing more joins them
+        self._names: dict[str, str] = {}  # call id -> tool name, for the outputs
+        self._pending: list[Part] = []  # the open message's parts
+        self._role = ""
+        self._tail: Message | None = None  # the open message, built once per change
+        self.count = 0  # items seen
+
+    def extend(self, items: Iterable[dict[str, Any]]) -> None:
+        done, names, pending, role = self._done, self._names, self._pending, self._role
+        tail, count = self._tail, self.count
+        for item in items:
+            count += 1
+            item_role, part = _item_to_part(item, names)
+            if part is None:
+                continue
+            if item_role != role or item_role == "user":
+                if pending:  # the open message is complete (the same object if handed out)
+                    closed = Message(role, tuple(pending)) if tail is None else tail  # type: ignore[arg-type]
+                    done.append(closed)
+                pending, role = [part], item_role
+            else:
+                pending.append(part)
+            tail = None
+        self._pending, self._role, self._tail, self.count = pending, role, tail, count
+
+    def messages(self) -> list[Message]:
+        """A new list (the caller may append to it); the messages themselves are shared."""
+        if not self._pending:
+            return list(self._done)
+        if self._tail is None:
+            self._tail = Message(self._role, tuple(self._pending))  # type: ignore[arg-type]
+        return [*self._done, self._tail]
 
 
 def _item_to_part(item: dict[str, Any], names: dict[str, str]) -> tuple[str, Part | None]:

@@ -16,6 +16,8 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from xclaw.core.messages import ToolResult
+from xclaw.core.sandbox import Sandbox
+from xclaw.core.state import RunControl
 from xclaw.core.tooling import NO_ACCESS, Access, Grant, OutputSink, Risk, ToolSpec
 from xclaw.policy.paths import ResolvedPath, resolve_inside_root
 from xclaw.sandbox import protect
@@ -34,13 +36,13 @@ class Workspace:
     processes: Any = None  # xclaw.tools.process.ProcessManager, set by the toolbox
     last_verification: dict[str, Any] | None = None
     changed_files: list[str] = field(default_factory=list)
-    sandbox: Any = None  # xclaw.sandbox.Sandbox; chosen on first use unless set
+    sandbox: Sandbox | None = None  # chosen on first use unless set
     sandbox_warning: str = ""
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve(strict=True)
 
-    def get_sandbox(self) -> Any:
+    def get_sandbox(self) -> Sandbox:
         """The session's sandbox: the one set by the caller (entry points pass the one of the
         resolved configuration), else ``session_sandbox`` of the user's configuration. Not
         the project file's: this runs inside policy checks, where a broken project file must
@@ -83,6 +85,8 @@ class ToolContext:
     call_id: str = ""
     once_roots: tuple[Path, ...] = ()
     network: bool = False  # a human approved network access beyond loopback for this call
+    session_id: str = ""  # the session of the run making the call ("" outside a run)
+    control: RunControl | None = None  # that run's control (stop, pause), for tools that run runs
 
     @property
     def root(self) -> Path:

@@ -15,6 +15,7 @@ what it refused is reported by the next browser tool result (``BROWSER_NAVIGATIO
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Literal
 
@@ -26,6 +27,7 @@ from pydantic import Field
 from xclaw.browser.session import BrowserSession
 from xclaw.core.errors import ToolError
 from xclaw.core.messages import ToolResult
+from xclaw.core.state import RunControl
 from xclaw.core.tooling import NO_ACCESS, Access, Risk, WebAddress
 from xclaw.tools.base import Tool, Workspace, tool
 from xclaw.tools.browser_content import content_tool
@@ -158,13 +160,8 @@ def _click_tool(session: BrowserSession) -> Tool:
         element = await resolve_target(page, agent_id, selector)
         facts = await element_facts(element, "click")
         check_unchanged(session, target_key("click", agent_id, selector), facts)
-        if facts.get("disabled"):
-            raise ToolError(
-                f"{describe(facts)} is disabled.",
-                code="BROWSER_ELEMENT_DISABLED",
-                hint="Fill in what the form needs first, then call browser.content again.",
-                retryable=True,
-            )
+        if facts.get("disabled"):  # auto-waiting, as Playwright does: it may be enabled soon
+            facts = await _until_enabled(session, element, facts)
         url_before = page.url
         guard = guard_of(session)
         opens = judged_opens(session, target_key("click", agent_id, selector))
@@ -177,6 +174,29 @@ def _click_tool(session: BrowserSession) -> Tool:
         return ToolResult.success(text, **details)
 
     return click
+
+
+async def _until_enabled(
+    session: BrowserSession, element: ElementHandle, facts: dict[str, Any]
+) -> dict[str, Any]:
+    """Wait (up to the action timeout) for a disabled target to be enabled: Playwright's
+    ``enabled`` state, then the helper's own reading (``aria-disabled`` too)."""
+    timeout = session.timeouts.action_s * 1000
+    try:
+        await element.wait_for_element_state("enabled", timeout=timeout)
+        for _ in range(int(timeout // 50) + 1):
+            facts = await element_facts(element, "click")
+            if not facts.get("disabled"):
+                return facts
+            await asyncio.sleep(0.05)
+    except PlaywrightError:
+        pass  # still disabled when the wait ran out, or gone
+    raise ToolError(
+        f"{describe(facts)} is disabled (waited {session.timeouts.action_s:g}s).",
+        code="BROWSER_ELEMENT_DISABLED",
+        hint="Fill in what the form needs first, then call browser.content again.",
+        retryable=True,
+    )
 
 
 async def _click(session: BrowserSession, element: ElementHandle) -> str:
@@ -218,6 +238,13 @@ def _type_tool(session: BrowserSession) -> Tool:
         page = await live_page(session)
         element = await resolve_target(page, agent_id, selector)
         facts = await element_facts(element, "type")
+        if facts.get("disabled") and facts.get("editable"):  # it may be enabled soon: wait
+            try:
+                timeout = session.timeouts.action_s * 1000
+                await element.wait_for_element_state("editable", timeout=timeout)
+                facts = await element_facts(element, "type")
+            except PlaywrightError:
+                pass  # still disabled: refused below
         if facts.get("disabled") or not facts.get("editable"):
             raise ToolError(
                 f"{describe(facts)} does not take typing"
@@ -419,9 +446,11 @@ class BrowserToolRegistry(ToolRegistry):
         super().__init__(tools)
         self.session = session
 
-    def bind(self, workspace: Workspace) -> BoundToolbox:
+    def bind(
+        self, workspace: Workspace, *, session_id: str = "", control: RunControl | None = None
+    ) -> BoundToolbox:
         guard_of(self.session).rules.attach(workspace)
-        return super().bind(workspace)
+        return super().bind(workspace, session_id=session_id, control=control)
 
 
 def browser_registry(

@@ -6,6 +6,10 @@ take. Long pages come in pages: the result ends with the offset to ask for next.
 one version of the page: later offsets reuse the text of the first page until an action of
 ours may have changed it.
 
+Frames: a same-origin iframe is read in place; a cross-origin one through Playwright's frame
+API, its reading inside ``<iframe ...>...</iframe>`` where the frame is, its controls numbered
+with the frame's id (``data-agent-id="f1:3"``), which the action tools take as they take any id.
+
 Two readings (``mode``): ``full``, the page's text with its controls in place, and
 ``interactive``, only the controls (one line each, ``[N] tag attrs name``: agent id,
 accessible name, value, state; alike neighbours share a line as ``[N,M]``) under the landmark and
@@ -25,7 +29,8 @@ from xclaw.core.errors import ToolError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Risk
 from xclaw.tools.base import Tool, tool
-from xclaw.tools.browser_page import live_page, page_error
+from xclaw.tools.browser_frames import with_frames
+from xclaw.tools.browser_page import content_script, live_page, page_error
 
 DEFAULT_MAX_CHARS = 8_000
 _MEMO = "content"
@@ -77,6 +82,7 @@ async def distill(session: BrowserSession, mode: str = "full") -> Distilled:
     page = await live_page(session)
     try:
         text: str = await page.evaluate(_JS[check_mode(mode)])
+        text = await with_frames(page, text, mode, content_script())
         title = await page.title()
     except PlaywrightError as err:
         raise page_error(err, "reading the page content") from None

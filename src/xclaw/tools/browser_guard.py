@@ -27,7 +27,7 @@ import contextlib
 import inspect
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -39,6 +39,7 @@ from xclaw.core.errors import ToolError
 from xclaw.core.messages import ToolCallPart, ToolResult
 from xclaw.core.tooling import Access, Decision, Grant, PreparedCall, Risk, ToolSpec
 from xclaw.policy.browsing import file_url_path, host_origins, judge_address, site_origin
+from xclaw.policy.engine import PolicyEngine
 from xclaw.policy.reach import is_loopback_host
 from xclaw.tools.base import Tool, Workspace
 from xclaw.tools.browser_judge import web_address
@@ -176,8 +177,6 @@ class NavigationRules:
                 if found.grant.value in self.local_origins():
                     return None
             return found
-        from xclaw.policy.engine import PolicyEngine  # policy builds on tools.base
-
         self.sync_grants()
         call = ToolCallPart("guard", _SPEC.name, {"url": url})
         prepared = PreparedCall(call, _SPEC, None, "", access=Access(opens=(address,)))
@@ -397,12 +396,4 @@ def with_blocks(
             data=data,
         )
     text = f"{result.message} Also blocked ({BLOCKED_CODE}): {said}."
-    return ToolResult(
-        result.ok,
-        text,
-        data,
-        result.error_code,
-        result.retryable,
-        result.truncated,
-        result.hint or BLOCKED_HINT,
-    )
+    return replace(result, message=text, data=data, hint=result.hint or BLOCKED_HINT)

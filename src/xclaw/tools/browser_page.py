@@ -12,12 +12,13 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from playwright.async_api import ElementHandle, Page
+from playwright.async_api import ElementHandle, Frame, Page
 from playwright.async_api import Error as PlaywrightError
 
 from xclaw.browser.session import BrowserSession
 from xclaw.core.errors import ToolError
 from xclaw.core.tooling import PageElement
+from xclaw.tools.browser_frames import frame_for, in_own_frame
 
 FIND_HINT = "Call browser.content to see the current agent ids, then use one of those."
 
@@ -37,9 +38,13 @@ async def live_page(session: BrowserSession) -> Page:
 
 
 async def install(page: Page) -> None:
+    await install_in(page.main_frame)
+
+
+async def install_in(frame: Frame) -> None:
     try:
-        if not await page.evaluate("() => !!window.__xclawContent"):
-            await page.evaluate(content_script())
+        if not await frame.evaluate("() => !!window.__xclawContent"):
+            await frame.evaluate(content_script())
     except PlaywrightError as err:
         raise page_error(err, "reading the page") from None
 
@@ -80,10 +85,16 @@ async def resolve_target(page: Page, agent_id: str | None, selector: str | None)
     await install(page)
     try:
         if agent_id:
-            handle = await page.evaluate_handle(
-                "id => window.__xclawContent.find(id)", agent_id.strip()
+            ident = agent_id.strip()
+            home = frame_for(page, ident)  # "f1:3": a cross-origin frame's own numbering
+            if home is not None:
+                await install_in(home)
+            handle = await (home or page).evaluate_handle(
+                "id => window.__xclawContent.find(id)", ident
             )
             element = handle.as_element()
+            if element is not None:
+                element = await in_own_frame(page, element, ident, content_script())
             what = f"agent id {agent_id}"
         else:
             assert selector is not None

@@ -1,5 +1,7 @@
 """``browser.screenshot`` and ``browser.screenshot_annotated``: PNG files in the run's output
-folder (never in the project unless a path is asked for), path and size returned.
+folder (never in the project unless a path is asked for), path and size returned, and the PNG
+itself as the result's image (``ToolResult.images``): a model that sees gets the picture, a
+text-only one the path and what the picture is of.
 
 The annotated one draws a numbered red box over every visible interactive element; the
 numbers are the same agent ids ``browser.content`` shows and the action tools take.
@@ -8,6 +10,7 @@ numbers are the same agent ids ``browser.content`` shows and the action tools ta
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +19,12 @@ from playwright.async_api import Page
 
 from xclaw.browser.session import BrowserSession
 from xclaw.core.errors import ToolError
-from xclaw.core.messages import ToolResult
+from xclaw.core.messages import ImagePart, ToolResult
 from xclaw.core.tooling import NO_ACCESS, Access, Risk
 from xclaw.dirs import run_output_dir
 from xclaw.tools.atomic import atomic_write_bytes
 from xclaw.tools.base import Tool, ToolContext, tool
+from xclaw.tools.browser_frames import frame_boxes
 from xclaw.tools.browser_page import live_page, page_error
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -64,15 +68,27 @@ async def _shoot(session: BrowserSession, page: Page, full_page: bool) -> bytes:
         raise page_error(err, "taking the screenshot") from None
 
 
-def _result(kind: str, target: Path, data: bytes, **extra: Any) -> ToolResult:
+def _result(kind: str, target: Path, data: bytes, where: str, **extra: Any) -> ToolResult:
+    """The path and a short description for every model; the picture itself too, which the
+    model adapters send to a model that sees (a text-only one gets the words only)."""
     width, height = png_size(data)
-    return ToolResult.success(
-        f"{kind} saved to {target} ({width}x{height} PNG).",
+    shown = ToolResult.success(
+        f"{kind} of {where} saved to {target} ({width}x{height} PNG); the image is attached "
+        "for models that can see it.",
         path=str(target),
         width=width,
         height=height,
         **extra,
     )
+    return replace(shown, images=(ImagePart("image/png", data),))
+
+
+async def _where(page: Page) -> str:
+    try:
+        title = await page.title()
+    except PlaywrightError:
+        title = ""
+    return f"{title or '(untitled)'} — {page.url}"
 
 
 def screenshot_tools(session: BrowserSession) -> list[Tool]:
@@ -88,7 +104,8 @@ def screenshot_tools(session: BrowserSession) -> list[Tool]:
         """
         page = await live_page(session)
         data = await _shoot(session, page, full_page)
-        return _result("Screenshot", _save(ctx, session, data, path, "shot"), data)
+        where = await _where(page)
+        return _result("Screenshot", _save(ctx, session, data, path, "shot"), data, where)
 
     @tool(
         "browser.screenshot_annotated",
@@ -107,7 +124,7 @@ def screenshot_tools(session: BrowserSession) -> list[Tool]:
         page = await live_page(session)
         try:
             boxes: list[dict[str, Any]] = await page.evaluate(
-                "() => window.__xclawContent.annotate()"
+                "(extra) => window.__xclawContent.annotate(extra)", await frame_boxes(page)
             )
             data = await _shoot(session, page, False)
         except PlaywrightError as err:
@@ -121,8 +138,8 @@ def screenshot_tools(session: BrowserSession) -> list[Tool]:
             raise ToolError("The screenshot came back empty.", code="BROWSER_SCREENSHOT_FAILED")
         target = _save(ctx, session, data, path, "annotated")
         ids = [str(b["id"]) for b in boxes]
-        result = _result("Annotated screenshot", target, data, boxes=boxes)
-        note = f" Boxes for agent ids: {', '.join(ids) if ids else 'none visible'}."
-        return ToolResult.success(result.message + note, **result.data)
+        result = _result("Annotated screenshot", target, data, await _where(page), boxes=boxes)
+        note = f" Red boxes numbered with agent ids: {', '.join(ids) if ids else 'none visible'}."
+        return replace(result, message=result.message + note)
 
     return [screenshot, screenshot_annotated]

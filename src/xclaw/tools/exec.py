@@ -2,7 +2,8 @@
 
 The program gets its own session, stdout and stderr are captured apart and streamed live,
 each stream is kept whole in a file and head+tail in memory, and on timeout or cancellation
-the whole process tree is stopped (SIGTERM, a grace period, then SIGKILL; see ``_proctree``).
+the whole process tree is stopped (SIGTERM, a grace period, then SIGKILL; see
+``xclaw.sandbox.proctree``).
 The command helpers here (``prepare_command``, ``command_access``) are shared with
 ``process.start``.
 """
@@ -28,8 +29,8 @@ from xclaw.core.errors import PolicyDenied, ToolArgumentsInvalid, ToolError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Access, Command, OutputSink, Risk
 from xclaw.sandbox import protect
-from xclaw.sandbox.base import CommandRequest, Launch, RemoteSandbox
-from xclaw.tools._proctree import GRACE_S, TAG_VAR, ProcessTree, boot_ticks_floor, terminate_tree
+from xclaw.sandbox.base import CommandRequest, Launch, RemoteSandbox, command_sandbox
+from xclaw.sandbox.proctree import GRACE_S, TAG_VAR, ProcessTree, boot_ticks_floor, terminate_tree
 from xclaw.tools.base import Tool, ToolContext, tool
 from xclaw.tools.output import head_tail
 
@@ -52,11 +53,12 @@ _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
 @dataclass(frozen=True, slots=True)
 class CommandLine:
-    """A validated command and how its sandbox starts it (``launch``; None when remote)."""
+    """A validated command and how its sandbox starts it: ``launch`` here, or ``remote``."""
 
     request: CommandRequest
     launch: Launch | None
     tag: str  # marks every descendant's environment, so the tree can be found later
+    remote: RemoteSandbox | None = None  # the session's remote sandbox, which runs it
 
     @property
     def program(self) -> str:
@@ -114,8 +116,8 @@ def prepare_command(
             code="PATH_NOT_DIRECTORY",
             hint="Give a directory inside the project as cwd.",
         )
-    sandbox = ctx.workspace.get_sandbox()
-    remote = isinstance(sandbox, RemoteSandbox)
+    sandbox = command_sandbox(ctx.workspace.get_sandbox())
+    remote = isinstance(sandbox, RemoteSandbox)  # runs on a copy: no local program to find
     executable = program if remote else find_program(program, where.path)
     granted = ctx.workspace.extra_roots() + ctx.once_roots
     request = CommandRequest(
@@ -123,8 +125,9 @@ def prepare_command(
     )
     tag = secrets.token_hex(8)
     # The sandbox builds the environment from an allow-list: our credentials never pass.
-    launch = None if remote else sandbox.launch(request, tag=tag, network=ctx.network)
-    return CommandLine(request, launch, tag)
+    if isinstance(sandbox, RemoteSandbox):
+        return CommandLine(request, None, tag, remote=sandbox)
+    return CommandLine(request, sandbox.launch(request, tag=tag, network=ctx.network), tag)
 
 
 def check_env(env: dict[str, str]) -> None:
@@ -478,8 +481,8 @@ async def terminal_exec(
     err = _Capture("stderr", ctx.output, err_path)
     protect.baseline(ctx.root)
     try:
-        if cmd.launch is None:
-            outcome = await _run_remote(ctx, cmd, out, err, timeout_ms / 1000, stdin)
+        if cmd.remote is not None:
+            outcome = await _run_remote(ctx, cmd.remote, cmd, out, err, timeout_ms / 1000, stdin)
         else:
             outcome = await _run_command(cmd, out, err, timeout_s=timeout_ms / 1000, stdin=stdin)
     finally:
@@ -498,13 +501,13 @@ async def terminal_exec(
 
 async def _run_remote(
     ctx: ToolContext,
+    sandbox: RemoteSandbox,
     cmd: CommandLine,
     out: _Capture,
     err: _Capture,
     timeout_s: float,
     stdin: str | None,
 ) -> _Outcome:
-    sandbox = ctx.workspace.get_sandbox()
     captures = {"stdout": out, "stderr": err}
     done = await sandbox.run(
         cmd.request,

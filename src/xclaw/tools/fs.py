@@ -23,6 +23,7 @@ from xclaw.core.errors import PolicyDenied, ToolError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Risk
 from xclaw.policy.paths import ResolvedPath
+from xclaw.policy.protected import is_protected_rel
 from xclaw.sandbox import protect
 from xclaw.tools._pages import LINE_CAP, PAGE_CAP, read_page
 from xclaw.tools._safe_open import open_beneath, open_in, parent_in, path_changed, refuse_hardlink
@@ -237,7 +238,7 @@ def fs_write(
         os.close(dfd)
     ctx.workspace.read_stamps[target.rel] = (after.st_mtime_ns, after.st_size)
     ctx.workspace.note_change(target.rel)
-    if protect.is_protected_rel(target.rel):  # approved by a human: not an intrusion
+    if is_protected_rel(target.rel):  # approved by a human: not an intrusion
         protect.accept_current(ctx.root)
     verb = "Created" if st is None else "Overwrote"
     return ToolResult.success(

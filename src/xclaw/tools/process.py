@@ -25,7 +25,8 @@ from xclaw.core.errors import ToolArgumentsInvalid, ToolError
 from xclaw.core.messages import ToolResult
 from xclaw.core.tooling import Risk
 from xclaw.sandbox import protect
-from xclaw.tools._proctree import ProcessTree, boot_ticks_floor, terminate_tree
+from xclaw.sandbox.base import LocalSandbox
+from xclaw.sandbox.proctree import ProcessTree, boot_ticks_floor, terminate_tree
 from xclaw.tools.base import Tool, ToolContext, tool
 from xclaw.tools.exec import CommandLine, command_access, output_paths, prepare_command, signal_name
 from xclaw.tools.output import head_tail
@@ -376,6 +377,8 @@ async def _publish(ctx: ToolContext, pm: ProcessManager) -> None:
     """Make each detected URL reachable from the user's machine (a sandboxed server listens
     in the session's own network namespace) and report the address that answers there."""
     sandbox = ctx.workspace.get_sandbox()
+    if not isinstance(sandbox, LocalSandbox):
+        return  # background processes run only in a local sandbox (``CommandLine.local``)
     for mp in pm.managed():
         for url in mp.urls:
             if url not in mp.published and mp.status == "running":

@@ -13,6 +13,7 @@ from typing import Any
 
 from xclaw import gitsafe
 from xclaw.core.messages import ToolResult
+from xclaw.core.sandbox import Sandbox
 from xclaw.sandbox.base import CommandRequest, LocalSandbox
 from xclaw.sandbox.host import HostSandbox
 from xclaw.tools.base import Tool, ToolContext, Workspace, tool
@@ -60,7 +61,7 @@ async def _processes(ws: Workspace) -> list[dict[str, Any]]:
     return list(listed)
 
 
-async def git_status(root: Path, sandbox: Any = None) -> dict[str, Any] | None:
+async def git_status(root: Path, sandbox: Sandbox | None = None) -> dict[str, Any] | None:
     """Branch and changed files of the repository holding ``root``; None when there is none.
     git runs through the session's sandbox launcher like every other program."""
     git = shutil.which("git")

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from xclaw.core.errors import ToolError
 from xclaw.core.messages import ToolCallPart, ToolResult
+from xclaw.core.state import RunControl
 from xclaw.core.tooling import OutputSink, PreparedCall, ToolSpec
 from xclaw.tools.base import Tool, ToolContext, Workspace
 from xclaw.tools.output import cap_result
@@ -46,8 +47,12 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def bind(self, workspace: Workspace) -> BoundToolbox:
-        return BoundToolbox(self, workspace)
+    def bind(
+        self, workspace: Workspace, *, session_id: str = "", control: RunControl | None = None
+    ) -> BoundToolbox:
+        """The tools for one run: its workspace, and the session and control each call's
+        context names."""
+        return BoundToolbox(self, workspace, session_id=session_id, control=control)
 
 
 def describe_validation_error(err: ValidationError) -> str:
@@ -61,9 +66,18 @@ def describe_validation_error(err: ValidationError) -> str:
 class BoundToolbox:
     """The registry bound to one run's workspace; implements ``core.tooling.Toolbox``."""
 
-    def __init__(self, registry: ToolRegistry, workspace: Workspace) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        workspace: Workspace,
+        *,
+        session_id: str = "",
+        control: RunControl | None = None,
+    ) -> None:
         self.registry = registry
         self.workspace = workspace
+        self.session_id = session_id
+        self.control = control
         self._specs = [t.spec for t in registry]
 
     def specs(self) -> Sequence[ToolSpec]:
@@ -124,6 +138,8 @@ class BoundToolbox:
             prepared.call.call_id,
             once_roots=once,
             network=prepared.decision.network,
+            session_id=self.session_id,
+            control=self.control,
         )
         try:
             result = await _invoke(t, ctx, prepared.args)
@@ -148,12 +164,17 @@ class BoundToolbox:
 
 
 def _invalid(t: Tool, detail: str) -> ToolResult:
+    """The refusal names the bad fields with what each takes (type, allowed values, bounds),
+    not the whole schema, which the model already has in the tool catalogue."""
+    from xclaw.tools.argument_errors import explain
+
+    compact, takes = explain(t.spec.parameters, detail)
     return ToolResult.failure(
         "TOOL_ARGUMENTS_INVALID",
         f"Arguments for {t.name} are invalid: {detail}",
-        hint="Send the call again with arguments matching the tool's schema; nothing ran.",
+        hint=f"{takes}. Send the call again with that fixed; nothing ran.",
         retryable=True,
-        data={"schema": t.spec.parameters},
+        data=compact,
     )
 
 

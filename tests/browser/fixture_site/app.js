@@ -253,7 +253,9 @@ function openMenu() {
       const el = document.createElement('div');
       el.setAttribute('role', 'menuitemradio');
       el.setAttribute('data-testid', 'model-switcher-' + item.slug);
-      el.setAttribute('aria-checked', String(item.slug === config.current_mode));
+      if (config.menu_marks_checked) {
+        el.setAttribute('aria-checked', String(item.slug === config.current_mode));
+      }
       if (item.disabled) {
         el.setAttribute('aria-disabled', 'true');
         el.setAttribute('data-disabled', '');

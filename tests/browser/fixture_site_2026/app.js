@@ -286,8 +286,10 @@ function menuRow(item) {
   } else {
     row.setAttribute('role', 'menuitemradio');
     const checked = item.slug === config.current_mode;
-    row.setAttribute('aria-checked', String(checked));
-    row.setAttribute('data-state', checked ? 'checked' : 'unchecked');
+    if (config.menu_marks_checked) { // else the picker shows no checkmark on any row
+      row.setAttribute('aria-checked', String(checked));
+      row.setAttribute('data-state', checked ? 'checked' : 'unchecked');
+    }
   }
   row.setAttribute('data-testid', 'model-switcher-' + item.slug);
   if (item.disabled) {

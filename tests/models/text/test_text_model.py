@@ -308,7 +308,7 @@ def test_cli_parse_reports_bad_inputs(tmp_path: Path) -> None:
     missing = CliRunner().invoke(protocol_app, ["parse", str(tmp_path / "nope.xml")])
     assert missing.exit_code == 2 and "FILE_UNREADABLE" in missing.stderr
     unknown = CliRunner().invoke(protocol_app, ["parse", "-", "--tools-from", "web"], input="x")
-    assert unknown.exit_code == 2 and "TOOLS_UNKNOWN" in unknown.stderr
+    assert unknown.exit_code == 2 and "'web' is not one of 'coding', 'none'" in unknown.output
 
 
 def test_cli_prompt_prints_the_protocol_block() -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from xclaw.coding.agent import Agent
 from xclaw.core.events import EventBus
+from xclaw.core.sandbox import Sandbox
 from xclaw.core.state import RunResult
 from xclaw.models.scripted import ScriptedModel, load_script
 from xclaw.models.text.model import TextProtocolModel
@@ -37,7 +38,7 @@ async def run_demo(
     directory: Path,
     bus: EventBus,
     model: ScriptedModel | TextProtocolModel | None = None,
-    sandbox: Any = None,
+    sandbox: Sandbox | None = None,
 ) -> tuple[RunResult, ScriptedModel | TextProtocolModel]:
     """Run the demo task; ``model`` replaces the native scripted model (e.g. the XML one).
 

@@ -12,10 +12,19 @@ catch-all static mount) and set the request URL in the Feishu console to
 - always: the event's verification token must match (``header.token`` or ``token``).
 
 A refused callback gets 401 and nothing else. Events are de-duplicated by ``event_id``
-(Feishu retries); ``im.message.receive_v1`` text messages from users become
-``handle_text(chat_id, text)``; the bot's own messages are ignored. Replies use a
-``tenant_access_token`` (cached until shortly before it expires): a reply to the peer's latest
-message, or a new message to the chat when there is none.
+(Feishu retries); ``im.message.receive_v1`` text messages from users become tasks or commands;
+the bot's own messages are ignored. Replies use a ``tenant_access_token`` (cached until shortly
+before it expires): a reply to the message being answered, or a new message to the chat when
+there is none.
+
+Chats (the event's ``message.chat_type``): a direct chat (``p2p``) is one peer, its
+``chat_id``. In a group, a task is taken only when it @mentions the bot (``group_mention``,
+on by default; the bot's ``open_id`` comes from ``GET /open-apis/bot/v3/info``; commands such
+as ``/approve ID`` need no mention). ``group_scope="chat"`` (the default) makes the group one
+session that its members share: their tasks run one at a time in order, and an approval (or
+``/stop``) is taken only from the member whose message started the turn (the sender's
+``open_id``), who is @mentioned in the prompt. ``"sender"`` gives each member of each group a
+session of their own (peer ``{chat_id}:{open_id}``); replies still go to the group.
 
 The official ``lark-oapi`` SDK is not used: it is a 10k-file untyped package built on the
 blocking ``requests`` (plus pycryptodome); the callback checks and two REST calls are small.
@@ -28,9 +37,10 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 from cryptography.hazmat.primitives import padding
@@ -49,7 +59,11 @@ __all__ = ["FeishuAdapter", "FeishuError", "FeishuSettings", "decrypt_event", "s
 
 log = logging.getLogger(__name__)
 _TOKEN_PATH = "/open-apis/auth/v3/tenant_access_token/internal"
+_BOT_INFO_PATH = "/open-apis/bot/v3/info"
 _SEEN_MAX = 2048
+_OPEN_ID = re.compile(r"^ou_[A-Za-z0-9_-]{1,128}$")
+_ID = re.compile(r"^[A-Za-z0-9_-]{1,256}$")  # chat and message ids (oc_…, om_…)
+_COMMANDS = ("/approve", "/approve-task", "/deny", "/stop")
 
 
 class FeishuSettings(BaseModel):
@@ -63,6 +77,8 @@ class FeishuSettings(BaseModel):
     path: str = "/channels/feishu/events"
     max_skew: float = 300.0  # seconds a signed callback may be old
     timeout: float = 10.0
+    group_scope: Literal["chat", "sender"] = "chat"  # a group's session: shared, or per member
+    group_mention: bool = True  # in a group, only tasks that @mention the bot are taken
 
 
 class FeishuError(Exception):
@@ -103,6 +119,9 @@ class FeishuAdapter(ChatAdapter):
         self._token: tuple[str, float] | None = None  # (token, monotonic expiry)
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._last_message: dict[str, str] = {}  # peer -> its latest message_id
+        self._chats: dict[str, str] = {}  # peer -> its chat_id (a group member's peer)
+        self._bot_open_id: str | None = None
+        self._bot_info_failed = False
         self.router = APIRouter()
         self.router.add_api_route(settings.path, self._callback, methods=["POST"])
 
@@ -120,19 +139,25 @@ class FeishuAdapter(ChatAdapter):
         self._token = None
 
     # -- outgoing ---------------------------------------------------------------------------
-    async def send_text(self, peer: str, text: str) -> None:
+    async def send_text(self, peer: str, text: str, reply_to: str | None = None) -> None:
         body: dict[str, Any] = {"msg_type": "text", "content": json.dumps({"text": text})}
-        reply_to = self._last_message.get(peer)
+        reply_to = reply_to or self._last_message.get(peer)
         if reply_to is not None:
             await self._call(f"/open-apis/im/v1/messages/{reply_to}/reply", body)
         else:
-            body["receive_id"] = peer
+            body["receive_id"] = self._chats.get(peer, peer)
             await self._call("/open-apis/im/v1/messages?receive_id_type=chat_id", body)
 
-    async def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def mention(self, sender: str) -> str:
+        """An @ of the member in a text message (an open_id only: nothing else goes in)."""
+        return f'<at user_id="{sender}"></at> ' if _OPEN_ID.match(sender) else ""
+
+    async def _call(
+        self, path: str, body: dict[str, Any] | None = None, *, method: str = "POST"
+    ) -> dict[str, Any]:
         for attempt in (1, 2):
             headers = {"Authorization": f"Bearer {await self._tenant_token()}"}
-            response = await self._http().post(path, json=body, headers=headers)
+            response = await self._http().request(method, path, json=body, headers=headers)
             data = _json(response)
             code = data.get("code")
             if code == 0:
@@ -187,7 +212,7 @@ class FeishuAdapter(ChatAdapter):
         if event_id and self._duplicate(event_id):
             return JSONResponse({})
         if (header or {}).get("event_type") == "im.message.receive_v1":
-            self._on_message(event.get("event"))
+            await self._on_message(event.get("event"))
         return JSONResponse({})
 
     def _open(self, body: bytes) -> dict[str, Any] | None:
@@ -239,28 +264,87 @@ class FeishuAdapter(ChatAdapter):
             self._seen.popitem(last=False)
         return False
 
-    def _on_message(self, event: object) -> None:
+    async def _on_message(self, event: object) -> None:
         if not isinstance(event, dict):
             return
-        sender = event.get("sender") or {}
-        message = event.get("message") or {}
-        if sender.get("sender_type") != "user":  # the bot's own (and other apps') messages
-            return
+        sender = event.get("sender") if isinstance(event.get("sender"), dict) else {}
+        message = event.get("message") if isinstance(event.get("message"), dict) else {}
+        if not sender or not message or sender.get("sender_type") != "user":
+            return  # the bot's own (and other apps') messages
         if message.get("message_type") != "text":
             return
         chat_id, message_id = message.get("chat_id"), message.get("message_id")
+        if not isinstance(chat_id, str) or not _ID.match(chat_id):
+            return
+        ref = message_id if isinstance(message_id, str) and _ID.match(message_id) else None
         try:
             text = str(json.loads(message.get("content") or "{}").get("text") or "")
         except (ValueError, AttributeError):
             return
-        for mention in message.get("mentions") or []:  # "@_user_1" placeholders in groups
+        mentions = [m for m in message.get("mentions") or [] if isinstance(m, dict)]
+        for mention in mentions:  # "@_user_1" placeholders in groups
             text = text.replace(str(mention.get("key") or "\0"), "")
         text = text.strip()
-        if not isinstance(chat_id, str) or not text:
+        if not text:
             return
-        if isinstance(message_id, str):
-            self._last_message[chat_id] = message_id
-        self.handle_text(chat_id, text)
+        if message.get("chat_type") == "p2p":
+            if ref is not None:
+                self._last_message[chat_id] = ref
+            self.handle_text(chat_id, text, ref=ref)
+            return
+        await self._group_message(chat_id, sender, mentions, text, ref)
+
+    async def _group_message(
+        self,
+        chat_id: str,
+        sender: dict[str, Any],
+        mentions: list[dict[str, Any]],
+        text: str,
+        ref: str | None,
+    ) -> None:
+        ids = sender.get("sender_id") if isinstance(sender.get("sender_id"), dict) else {}
+        open_id = (ids or {}).get("open_id")
+        if not isinstance(open_id, str) or not _OPEN_ID.match(open_id):
+            return  # nobody to bind an approval to
+        command = text.split(maxsplit=1)[0] in _COMMANDS
+        if self.settings.group_mention and not command and not await self._mentioned(mentions):
+            return
+        if self.settings.group_scope == "sender":
+            peer = f"{chat_id}:{open_id}"
+            self._chats[peer] = chat_id
+            if ref is not None:
+                self._last_message[peer] = ref
+            self.handle_text(peer, text, ref=ref)
+            return
+        self.handle_text(chat_id, text, sender=open_id, ref=ref)
+
+    async def _mentioned(self, mentions: list[dict[str, Any]]) -> bool:
+        """The bot is among ``mentions``. Should its own open_id be unknown (the bot info
+        call failed), any mention counts: without the "all group messages" permission Feishu
+        only delivers the messages that @mention the bot."""
+        bot = await self._bot_id()
+        if bot is None:
+            return bool(mentions)
+        for mention in mentions:
+            ids = mention.get("id")
+            if isinstance(ids, dict) and ids.get("open_id") == bot:
+                return True
+        return False
+
+    async def _bot_id(self) -> str | None:
+        if self._bot_open_id is None:
+            try:
+                data = await self._call(_BOT_INFO_PATH, method="GET")
+            except (FeishuError, httpx.HTTPError) as err:
+                if not self._bot_info_failed:
+                    log.warning("feishu: the bot's open_id is unknown (%s)", err)
+                self._bot_info_failed = True
+                return None
+            bot = data.get("bot")
+            found = bot.get("open_id") if isinstance(bot, dict) else None
+            if isinstance(found, str) and _OPEN_ID.match(found):
+                self._bot_open_id = found
+        return self._bot_open_id
 
 
 def _json(response: httpx.Response) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 // xclaw web UI: plain JavaScript, no build step, no framework.
-// Untrusted text (model output, tool arguments and results, session titles) only ever goes
-// through textContent; nothing here builds HTML from strings.
+// Untrusted text (tool arguments and results, session titles, messages) only ever goes through
+// textContent; a model reply's Markdown is rendered by view.js (marked, then DOMPurify) into
+// DOM nodes. Nothing here builds HTML from strings.
 "use strict";
 
 (function () {
@@ -12,6 +13,10 @@
     connSession: null, // the connection's own web session (from the "session" frame)
     current: null, // the session shown and written to
     assistant: null, // the assistant bubble receiving deltas
+    assistantText: "", // what that bubble has received so far (Markdown)
+    drawTimer: null, // a redraw of the streaming bubble, at most every 60 ms
+    usage: [], // this turn's model answers: model, tokens, cost (model.message_complete)
+    title: "", // the title of the session on screen
     tools: new Map(), // callId -> tool card parts
     busy: false,
     searchTimer: null,
@@ -23,7 +28,7 @@
 
   // ---------- small DOM helpers (text only) ----------
 
-  const { el, pretty, when, stepTree, diffLines } = window.XclawView;
+  const { el, pretty, when, stepTree, diffLines, renderMarkdown, riskLabel } = window.XclawView;
 
   function scrollDown() {
     const box = $("messages");
@@ -39,6 +44,7 @@
   function setBusy(busy) {
     state.busy = busy;
     $("stop-button").disabled = !busy;
+    $("regenerate-button").disabled = busy || !document.querySelector("#messages .msg-user");
     document.body.classList.toggle("busy", busy);
   }
 
@@ -162,12 +168,12 @@
       const button = el("button", "session-item");
       button.type = "button";
       button.dataset.sessionId = String(s.id);
-      button.appendChild(el("span", "session-title", s.title || s.id));
+      button.appendChild(el("span", "session-title", s.title || "Untitled chat"));
       const meta = [s.state, when(s.updatedAt)].filter(Boolean).join(" · ");
       button.appendChild(el("span", "session-meta", meta));
       if (s.id === state.current) {
         button.setAttribute("aria-current", "true");
-        if (s.title) $("session-title").textContent = s.title;
+        if (s.title) showTitle(s.title);
       }
       button.addEventListener("click", () => selectSession(String(s.id)));
       item.appendChild(button);
@@ -182,15 +188,24 @@
 
   async function selectSession(id) {
     document.querySelector(".main").classList.remove("reviewing");
+    showSidebar(false);
     await openSession(id);
     await loadSessions();
     $("composer-input").focus();
   }
 
   function setCurrent(id, title) {
+    if (id !== state.current) state.title = "";
     state.current = id;
     if (id) sessionStorage.setItem(STORE_KEY, id);
-    $("session-title").textContent = title || id || "New chat";
+    showTitle(title || state.title);
+  }
+
+  // The header names the session by its title (its first message), never by its raw id.
+  function showTitle(title) {
+    state.title = title || "";
+    $("session-title").textContent = state.title || "New chat";
+    document.title = state.title ? state.title + " · xclaw" : "xclaw";
   }
 
   async function openSession(id) {
@@ -203,7 +218,8 @@
     }
     setCurrent(String(data.id || id), data.title);
     renderHistory(data.messages || [], data.timeline);
-    renderSteps(Array.isArray(data.steps) ? data.steps : []);
+    renderSteps(Array.isArray(data.steps) ? data.steps : [], data.children);
+    setBusy(state.busy);
     return true;
   }
 
@@ -211,17 +227,19 @@
     if (!state.current) return;
     try {
       const data = await api("/api/sessions/" + encodeURIComponent(state.current));
-      renderSteps(Array.isArray(data.steps) ? data.steps : []);
+      renderSteps(Array.isArray(data.steps) ? data.steps : [], data.children);
     } catch (_err) {
       // not recorded yet, or gone: keep what is shown
     }
   }
 
-  function renderSteps(steps) {
-    // the session's step tree: each step under its parent, with rollback and fork
+  function renderSteps(steps, children) {
+    // the session's step tree: each step under its parent, with rollback and fork; workers'
+    // child sessions under the step that started them
     $("steps").hidden = !steps.length;
     $("steps-count").textContent = String(steps.length);
-    $("step-tree").replaceChildren(...stepTree(steps, { rollback: rollbackTo, fork: forkFrom }));
+    const actions = { rollback: rollbackTo, fork: forkFrom };
+    $("step-tree").replaceChildren(...stepTree(steps, actions, children));
   }
 
   function stepsResult(text, isError) {
@@ -267,7 +285,8 @@
     }
     await selectSession(String(data.sessionId));
     $("steps").open = true;
-    stepsResult("Forked " + id + " at " + step.id + " into " + data.sessionId + ".", false);
+    const named = data.title ? " (“" + data.title + "”)" : "";
+    stepsResult("Forked " + id + " at " + step.id + " into " + data.sessionId + named + ".", false);
   }
 
   function renderHistory(messages, timeline) {
@@ -300,7 +319,10 @@
     $("steps").hidden = true;
     stepsResult("");
     state.assistant = null;
+    state.assistantText = "";
+    state.usage = [];
     state.tools.clear();
+    setBusy(state.busy);
   }
 
   // ---------- change jobs ----------
@@ -414,38 +436,84 @@
 
   // ---------- conversation ----------
 
+  const ROLE_NAMES = { user: "You", assistant: "Assistant", error: "Error" };
+
+  // A chat bubble; an assistant's text is Markdown (rendered and sanitized), others plain.
   function addMessage(role, text) {
-    const box = el("article", "msg msg-" + String(role).replace(/[^a-z]/gi, ""));
-    box.appendChild(el("div", "msg-role", role));
-    const body = el("div", "msg-text", text);
+    const kind = String(role).replace(/[^a-z]/gi, "");
+    const box = el("article", "msg msg-" + kind);
+    box.setAttribute("aria-label", ROLE_NAMES[kind] || kind);
+    box.appendChild(el("div", "msg-role", ROLE_NAMES[kind] || role));
+    const body = el("div", "msg-text");
+    if (kind === "assistant") renderMarkdown(body, text);
+    else body.textContent = String(text || "");
     box.appendChild(body);
     $("messages").appendChild(box);
+    if (kind === "user") setBusy(state.busy);
     scrollDown();
     return body;
   }
 
+  // Deltas are drawn progressively: the bubble is re-rendered from all its text (sanitized
+  // each time), at most every 60 ms.
   function onDelta(text) {
-    if (!state.assistant) state.assistant = addMessage("assistant", "");
-    state.assistant.textContent += text;
-    scrollDown();
+    if (!state.assistant) {
+      state.assistant = addMessage("assistant", "");
+      state.assistantText = "";
+    }
+    state.assistantText += text;
+    const body = state.assistant;
+    const all = state.assistantText;
+    clearTimeout(state.drawTimer);
+    state.drawTimer = setTimeout(() => {
+      renderMarkdown(body, all);
+      scrollDown();
+    }, 60);
   }
 
   function onReply(frame) {
     const text = frame.text || "";
+    clearTimeout(state.drawTimer);
     if (!state.assistant) state.assistant = addMessage("assistant", text);
-    else if (text) state.assistant.textContent = text;
+    else if (text) renderMarkdown(state.assistant, text);
+    else renderMarkdown(state.assistant, state.assistantText);
     const box = state.assistant.parentElement;
     box.classList.add("final");
     box.dataset.status = frame.status || "completed";
     if (frame.status && frame.status !== "completed") {
       box.appendChild(el("div", "msg-status", "(" + frame.status + ")"));
     }
+    const usage = usageLine(state.usage);
+    if (usage) box.appendChild(el("div", "msg-usage", usage));
+    state.usage = [];
     state.assistant = null;
+    state.assistantText = "";
     closeApprovals();
     setBusy(false);
     loadSessions();
     refreshSteps();
     scrollDown();
+  }
+
+  // "model · 1,200 in / 80 out tokens · $0.0031" for one turn (summed over its model calls).
+  function usageLine(calls) {
+    if (!calls.length) return "";
+    const models = [...new Set(calls.map((c) => c.model).filter(Boolean))];
+    const sum = (key) => {
+      const known = calls.map((c) => c[key]).filter((n) => Number.isFinite(n));
+      return known.length ? known.reduce((a, b) => a + b, 0) : null;
+    };
+    const tin = sum("input_tokens");
+    const tout = sum("output_tokens");
+    const cost = sum("cost_usd");
+    const parts = [models.join(", ")];
+    const counts = [];
+    if (tin !== null) counts.push(tin.toLocaleString("en") + " in");
+    if (tout !== null) counts.push(tout.toLocaleString("en") + " out");
+    if (counts.length) parts.push(counts.join(" / ") + " tokens");
+    if (cost !== null) parts.push("$" + (cost < 0.01 ? cost.toFixed(4) : cost.toFixed(2)));
+    if (calls.length > 1) parts.push(calls.length + " model calls");
+    return parts.filter(Boolean).join(" · ");
   }
 
   function toolCard(callId, name) {
@@ -474,6 +542,11 @@
   function onEvent(ev) {
     const type = ev.type || "";
     const payload = ev.payload || {};
+    if (type === "browser.takeover_required") return onTakeover(payload);
+    if (type === "model.message_complete") {
+      state.usage.push(payload);
+      return;
+    }
     const callId = String(ev.callId || ev.tool_call_id || payload.callId || "");
     if (type === "approval.required" && callId) {
       state.askingCall = callId; // the approval.request frame that follows belongs to it
@@ -515,11 +588,14 @@
   }
 
   function onApproval(frame) {
-    const box = el("article", "approval");
+    const box = el("div", "approval");
     box.setAttribute("role", "group");
     box.setAttribute("aria-label", "Approval needed");
     box.dataset.requestId = frame.requestId;
-    box.appendChild(el("div", "approval-title", "Approval needed [" + (frame.risk || "?") + "]"));
+    box.dataset.risk = String(frame.risk || "");
+    const title = el("div", "approval-title", "Approval needed: " + riskLabel(frame.risk));
+    if (frame.risk) title.title = "The policy's risk: " + frame.risk;
+    box.appendChild(title);
     box.appendChild(el("pre", "approval-summary", frame.summary || ""));
     const info = state.askingInfo || {};
     state.askingInfo = null;
@@ -570,6 +646,53 @@
     if (Array.isArray(frame.messages)) renderHistory(frame.messages);
   }
 
+  // ---------- a ChatGPT page that needs a person (xclaw.gateway.takeover) ----------
+  // The gateway's browser often has no window: the page is shown here (the plain reason, its
+  // redacted URL, a screenshot) and the answer goes back as an approval answer naming the
+  // takeover's id: Retry ("once") or Stop ("deny"). An unanswered box is closed with the turn
+  // (it is an .approval for closeApprovals).
+
+  const SCREENSHOT = /^data:image\/(jpeg|png);base64,[A-Za-z0-9+/=]+$/;
+
+  function onTakeover(payload) {
+    if (payload.headless || !payload.id) return; // it failed at once: nothing to answer
+    const requestId = String(payload.id);
+    const box = el("article", "approval takeover");
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "The ChatGPT page needs you");
+    box.dataset.requestId = requestId;
+    box.appendChild(el("div", "approval-title", "The ChatGPT page needs you"));
+    box.appendChild(el("div", "takeover-reason", payload.message || ""));
+    if (payload.url) box.appendChild(el("div", "takeover-url", payload.url));
+    const shot = String(payload.screenshot || "");
+    if (SCREENSHOT.test(shot)) {
+      const img = el("img", "takeover-shot");
+      img.alt = "The ChatGPT page in the gateway's browser";
+      img.src = shot;
+      box.appendChild(img);
+    }
+    const row = el("div", "approval-buttons");
+    const buttons = [["once", "Retry"], ["deny", "Stop"]].map(([answer, label]) => {
+      const b = el("button", "takeover-" + label.toLowerCase(), label);
+      b.type = "button";
+      b.addEventListener("click", () => answerTakeover(requestId, answer, label, box, buttons));
+      return b;
+    });
+    row.append(...buttons);
+    box.appendChild(row);
+    $("messages").appendChild(box);
+    state.assistant = null;
+    scrollDown();
+    buttons[0].focus();
+  }
+
+  function answerTakeover(requestId, answer, label, box, buttons) {
+    if (!send({ type: "approval.response", requestId, answer })) return;
+    for (const b of buttons) b.disabled = true;
+    box.classList.add("answered");
+    box.appendChild(el("div", "approval-answer", "You chose " + label + "."));
+  }
+
   // ---------- WebSocket ----------
 
   function send(frame) {
@@ -612,7 +735,7 @@
         sessionStorage.removeItem(STORE_KEY);
         state.current = null;
         clearConversation();
-        $("session-title").textContent = "New chat";
+        showTitle("");
         connect();
         return;
       }
@@ -652,8 +775,14 @@
     const sessionId = state.current || null;
     if (!send({ type: "message", id, content, sessionId })) return;
     input.value = "";
+    sent(content);
+  }
+
+  function sent(content) {
+    if (!state.title) showTitle(content.split("\n")[0].slice(0, 80)); // as the store titles it
     addMessage("user", content);
     state.assistant = null;
+    state.usage = [];
     setBusy(true);
   }
 
@@ -661,11 +790,45 @@
     if (state.current) send({ type: "stop", sessionId: state.current });
   }
 
+  // Regenerate: rewind the session to before its last message (the store's rollback, as
+  // "Rollback to here" does) and send that message again, so the model answers it anew.
+  async function regenerate() {
+    const id = state.current;
+    if (!id || state.busy) return;
+    let data;
+    try {
+      data = await api("/api/sessions/" + encodeURIComponent(id));
+    } catch (_err) {
+      return;
+    }
+    const steps = Array.isArray(data.steps) ? data.steps : [];
+    const last = [...steps].reverse().find((st) => st.kind === "user_input");
+    const said = (data.timeline || []).filter((e) => e.kind === "message" && e.role === "user");
+    const content = said.length ? String(said[said.length - 1].text || "") : "";
+    if (!last || !content) {
+      stepsResult("Nothing to regenerate: this session has no message yet.", true);
+      return;
+    }
+    $("regenerate-button").disabled = true;
+    const path = "/api/sessions/" + encodeURIComponent(id) + "/rollback";
+    const { ok, data: done } = await post(path, { step: last.id });
+    if (!ok) {
+      setBusy(state.busy);
+      $("steps").hidden = false;
+      stepsResult("Regenerate refused. " + refusal(done), true);
+      return;
+    }
+    await openSession(id);
+    const mid = "m-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 8);
+    if (send({ type: "message", id: mid, content, sessionId: id })) sent(content);
+  }
+
   function newChat() {
     sessionStorage.removeItem(STORE_KEY);
     state.current = null;
     clearConversation();
-    $("session-title").textContent = "New chat";
+    showTitle("");
+    showSidebar(false);
     if (state.ws) {
       state.ws.onclose = null;
       state.ws.close();
@@ -682,9 +845,75 @@
     }
   }
 
+  // ---------- narrow screens: the session list behind a button ----------
+
+  function showSidebar(open) {
+    const chat = $("chat-view");
+    const was = chat.classList.contains("sidebar-open");
+    chat.classList.toggle("sidebar-open", open);
+    $("sidebar-toggle").setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) $("session-search").focus();
+    else if (was && document.activeElement && $("sidebar").contains(document.activeElement)) {
+      $("sidebar-toggle").focus();
+    }
+  }
+
+  function sidebarKey(event) {
+    if (event.key === "Escape" && $("chat-view").classList.contains("sidebar-open")) {
+      showSidebar(false);
+      $("sidebar-toggle").focus();
+    }
+  }
+
+  // ---------- dark mode: the system's choice, or the one made with the toggle ----------
+
+  const THEME_KEY = "xclaw.theme";
+
+  function applyTheme(theme) {
+    const dark =
+      theme === "dark" ||
+      (theme !== "light" && window.matchMedia("(prefers-color-scheme: dark)").matches);
+    if (theme) document.documentElement.dataset.theme = theme;
+    else delete document.documentElement.dataset.theme;
+    $("theme-toggle").setAttribute("aria-pressed", dark ? "true" : "false");
+  }
+
+  function toggleTheme() {
+    const dark = $("theme-toggle").getAttribute("aria-pressed") === "true";
+    const theme = dark ? "light" : "dark";
+    try {
+      localStorage.setItem(THEME_KEY, theme); // a display preference, nothing secret
+    } catch (_err) {
+      // storage refused: the choice lasts for this page
+    }
+    applyTheme(theme);
+  }
+
+  function initTheme() {
+    let theme = null;
+    try {
+      theme = localStorage.getItem(THEME_KEY);
+    } catch (_err) {
+      theme = null;
+    }
+    applyTheme(theme === "dark" || theme === "light" ? theme : null);
+    window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
+      if (!document.documentElement.dataset.theme) applyTheme(null);
+    });
+    $("theme-toggle").addEventListener("click", toggleTheme);
+  }
+
   // ---------- start ----------
 
   async function start() {
+    initTheme();
+    $("sidebar-toggle").addEventListener("click", () =>
+      showSidebar(!$("chat-view").classList.contains("sidebar-open")),
+    );
+    $("sidebar-backdrop").addEventListener("click", () => showSidebar(false));
+    $("sidebar-close").addEventListener("click", () => showSidebar(false));
+    document.addEventListener("keydown", sidebarKey);
+    $("regenerate-button").addEventListener("click", regenerate);
     $("login-form").addEventListener("submit", login);
     $("composer").addEventListener("submit", submit);
     $("composer-input").addEventListener("keydown", composerKey);

@@ -3,7 +3,8 @@
 ``<data dir>/diagnostics/<timestamp>/`` (owner-only) holds ``page.html`` (scripts emptied,
 form values dropped, then redacted), ``screenshot.png`` (inputs and editors masked) and
 ``info.json`` (adapter version, what was missing, every strategy tried, the URL; redacted).
-Each part is best effort: a page that died mid-way still leaves ``info.json``.
+Each part is best effort: a page that died mid-way still leaves ``info.json``. The masked
+screenshot is also what a takeover offered to the web UI shows (``masked_screenshot``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
@@ -42,6 +43,18 @@ def _write(path: Path, data: str | bytes) -> None:
         fh.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
+async def masked_screenshot(page: Page, *, full_page: bool = False, jpeg: bool = False) -> bytes:
+    """The page as a person sees it, with whatever may have been typed masked."""
+    kind: Literal["jpeg", "png"] = "jpeg" if jpeg else "png"
+    return await page.screenshot(
+        full_page=full_page,
+        mask=[page.locator(_TYPED)],
+        timeout=10_000,
+        type=kind,
+        quality=70 if jpeg else None,
+    )
+
+
 async def write_bundle(page: Page, *, missing: str, tried: Sequence[Attempt]) -> Path:
     """Save what is needed to update the locators; returns the bundle's directory."""
     path = _bundle_dir()
@@ -56,8 +69,7 @@ async def write_bundle(page: Page, *, missing: str, tried: Sequence[Attempt]) ->
         info["title"] = await page.title()
         _write(path / "page.html", redact(await page.evaluate(SANITIZED_HTML)))
         info["parts"].append("page.html")
-        shot = await page.screenshot(full_page=True, mask=[page.locator(_TYPED)], timeout=10_000)
-        _write(path / "screenshot.png", shot)
+        _write(path / "screenshot.png", await masked_screenshot(page, full_page=True))
         info["parts"].append("screenshot.png")
     except PlaywrightError as err:
         info["error"] = str(err).splitlines()[0] if str(err) else type(err).__name__

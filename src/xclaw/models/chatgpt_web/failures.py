@@ -4,6 +4,7 @@ failed model transport (never as a protocol violation by the model), and pauses.
     EndRun, status "interrupted" (a pause: the session resumes with ``xclaw resume``)
         WEB_LOGIN_REQUIRED          signed out (at the start or mid-run): ``xclaw login`` first
         WEB_TURN_TIMEOUT            the reply did not finish, also after one safe retry
+        WEB_TAKEOVER_STOPPED        asked to act on the page (the web UI), the person chose Stop
     ModelRequestRejected (retrying alone cannot help; a person or an update must act)
         WEB_LOGIN_REQUIRED          ``xclaw login`` saw nobody sign in (or has no window)
         WEB_ADAPTER_OUTDATED        the page no longer matches the locators; bundle written
@@ -77,6 +78,15 @@ def takeover_headless(takeover: Takeover) -> ModelError:
         "runs headless (no window).",
         code="WEB_TAKEOVER_HEADLESS",
         hint="Resume the session without --headless and handle it in the window.",
+    )
+
+
+def takeover_stopped(takeover: Takeover) -> EndRun:
+    """The person was asked (web UI) and chose Stop: a pause, the session can go on later."""
+    return EndRun(
+        f"{takeover.message} You chose to stop. The session is paused: resume it when the "
+        "ChatGPT page works again.",
+        code="WEB_TAKEOVER_STOPPED",
     )
 
 

@@ -180,6 +180,18 @@ LOGIN_BUTTON = Locator(
     ),
     visible=True,
 )
+# The page's own way out of a failed reply: the 2026 in-turn error's button, else a button in
+# the error banner (2025). Pressed only when the person answers "Retry" (a takeover).
+RETRY_BUTTON = Locator(
+    "retry button",
+    (
+        _role("role=button[name=/^(retry|try again|regenerate)$/i]"),
+        _attr('[data-testid="regenerate-thread-error-button"]'),
+        _structure('[data-testid$="error-banner"] button'),
+        _class(".text-token-text-error button"),
+    ),
+    visible=True,
+)
 BANNER = Locator(
     "error or limit banner",
     (

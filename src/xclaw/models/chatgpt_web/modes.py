@@ -76,6 +76,8 @@ class ModeSelection:
             "switcher_not_found": f"No model menu was found on the page; the chat stays in {now}.",
             "not_confirmed": f"Choosing {want} did not take effect; the chat stays in {now}.",
         }[self.reason]
+        if self.reason == "rate_limited_fallback" and not self.confirmed:
+            sentence += " The menu does not show which mode is active, so this is not confirmed."
         return sentence + (f" The page says: {self.notice}" if self.notice else "")
 
     def to_dict(self) -> dict[str, Any]:

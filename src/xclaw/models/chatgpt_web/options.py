@@ -14,10 +14,14 @@ DEFAULT_BASE_URL = "https://chatgpt.com/"
 
 # Called when a person must act in the browser window (a challenge, a limit or error
 # banner). It may wait for the person (async) or just tell them; either way the transport
-# then waits for the page to clear, up to ``WebTimeouts.takeover_s``. A headless browser has no
-# window, so there the takeover fails at once (``WEB_TAKEOVER_HEADLESS``) unless
-# ``ChatGPTWebOptions.headless_takeover`` is "wait" (a surface that lets a person act remotely).
-TakeoverHook = Callable[[Takeover], Awaitable[None] | None]
+# then waits for the page to clear, up to ``WebTimeouts.takeover_s``. A surface that asks the
+# person elsewhere (the gateway's web UI) returns their answer instead: "retry" (the page's
+# Retry control is pressed, or the page reloaded, and the turn goes on) or "stop" (the session
+# pauses, ``WEB_TAKEOVER_STOPPED``). A headless browser has no window, so there the takeover
+# fails at once (``WEB_TAKEOVER_HEADLESS``) unless a surface answers remotely
+# (``ChatGPTWebTransport(remote_takeover=...)``) or ``headless_takeover`` is "wait".
+TakeoverAnswer = Literal["retry", "stop"]
+TakeoverHook = Callable[[Takeover], Awaitable[TakeoverAnswer | None] | None]
 # Called with each new piece of reply text while it streams (raw text, not yet parsed).
 DeltaHook = Callable[[str], None]
 

@@ -4,20 +4,24 @@ Sign-in comes from the site's own session endpoint, fetched by the page (its coo
 browser), then from the URL (an auth host or path) and login buttons. Challenges come as
 strong evidence (challenge markup, challenge URLs: act at once) or weak evidence (English
 wording: act only when it lasts a grace period, since auto-passing checks clear by themselves).
-Banners are the page's alert/error elements; they too must last a grace period.
+Banners are the page's alert/error elements; they too must last a grace period. All of it,
+and the turns the completion gate watches, comes from one script per poll (``probe``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 from urllib.parse import urljoin, urlsplit
 
 from playwright.async_api import Page
 
-from xclaw.models.chatgpt_web.dom import find
+from xclaw.models.chatgpt_web.completion import TurnSnapshot
+from xclaw.models.chatgpt_web.dom import find, in_page
 from xclaw.models.chatgpt_web.locators import (
+    ASSISTANT_TURN,
     AUTH_HOSTS,
     AUTH_PATH_PREFIXES,
     AUTH_SESSION_PATH,
@@ -25,9 +29,11 @@ from xclaw.models.chatgpt_web.locators import (
     CHALLENGE_PATH_PREFIXES,
     CHALLENGE_SELECTORS,
     CHALLENGE_TEXT,
+    FINISHED_TURN,
     LOGIN_BUTTON,
+    STOP_BUTTON,
 )
-from xclaw.models.chatgpt_web.scripts import BANNER_TEXTS, CHALLENGE_PROBE, SESSION_PROBE
+from xclaw.models.chatgpt_web.scripts import PAGE_PROBE, SESSION_PROBE
 from xclaw.redact import redact
 
 _BANNER_CHARS = 300
@@ -60,10 +66,11 @@ class Takeover:
 
     code: Literal["WEB_CHALLENGE", "WEB_BANNER", "WEB_MANUAL"]
     message: str  # a plain sentence for the user
-    url: str
+    url: str  # redacted
+    id: str = field(default_factory=lambda: secrets.token_hex(8))  # an answer names it
 
     def to_dict(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message, "url": self.url}
+        return {"code": self.code, "message": self.message, "url": self.url, "id": self.id}
 
     def __str__(self) -> str:  # what a surface prints: never the dataclass repr
         return f"[{self.code}] {self.message}"
@@ -81,28 +88,52 @@ def is_auth_url(url: str, base_url: str) -> bool:
     return same_origin(url, base_url) and parts.path.startswith(AUTH_PATH_PREFIXES)
 
 
-async def look(page: Page, base_url: str) -> Evidence:
-    """Collect the evidence of challenges, banners and sign-in pages in one pass."""
+@dataclass(frozen=True, slots=True)
+class PageLook:
+    """One poll of the page (one ``page.evaluate``): what stops the conversation and, when
+    asked for, the completion gate's snapshot of the turns."""
+
+    evidence: Evidence
+    turns: TurnSnapshot | None = None
+    turn_strategy: int = -1  # which ASSISTANT_TURN strategy found them (dom.nth_match)
+
+
+_BLOCKERS = {
+    "challenge": list(CHALLENGE_SELECTORS),
+    "prefixes": list(CHALLENGE_PATH_PREFIXES),
+    "pattern": CHALLENGE_TEXT.pattern,
+    "banner": in_page(BANNER),
+}
+_TURNS = {
+    **_BLOCKERS,
+    "turns": in_page(ASSISTANT_TURN),
+    "stop": in_page(STOP_BUTTON),
+    "finished": in_page(FINISHED_TURN),
+}
+
+
+async def probe(page: Page, base_url: str, *, turns: bool = False) -> PageLook:
+    """Challenges, banners and sign-in pages, and with ``turns`` the turns, in one pass."""
+    empty = TurnSnapshot(0, "", False, False, False) if turns else None
     if is_auth_url(page.url, base_url):
-        return Evidence(auth_page=True)
+        return PageLook(Evidence(auth_page=True), empty)
     if not page.url.startswith(("http://", "https://")):
-        return Evidence()
-    probe = await page.evaluate(
-        CHALLENGE_PROBE,
-        [list(CHALLENGE_SELECTORS), list(CHALLENGE_PATH_PREFIXES), CHALLENGE_TEXT.pattern],
-    )
-    return Evidence(bool(probe["strong"]), bool(probe["weak"]), await _banner_text(page))
+        return PageLook(Evidence(), empty)
+    seen = await page.evaluate(PAGE_PROBE, _TURNS if turns else _BLOCKERS)
+    banner = redact(" ".join(" ".join(seen["banners"]).split()))[:_BANNER_CHARS] or None
+    evidence = Evidence(bool(seen["strong"]), bool(seen["weak"]), banner)
+    if not turns:
+        return PageLook(evidence)
+    snapshot = TurnSnapshot(
+        int(seen["count"]), str(seen["text"]), bool(seen["generating"]), bool(seen["bar"]),
+        evidence.any,
+    )  # fmt: skip
+    return PageLook(evidence, snapshot, int(seen["strategy"]))
 
 
-async def _banner_text(page: Page) -> str | None:
-    """Every strategy counts here, not just the first that matches: a hidden announcer with
-    role="alert" must not hide a banner that only a test id finds."""
-    texts: list[str] = []
-    for strategy in BANNER.strategies:
-        for text in await page.locator(strategy.selector).evaluate_all(BANNER_TEXTS):
-            if text not in texts:
-                texts.append(text)
-    return redact(" ".join(" ".join(texts).split()))[:_BANNER_CHARS] or None
+async def look(page: Page, base_url: str) -> Evidence:
+    """The evidence of challenges, banners and sign-in pages (see ``probe``)."""
+    return (await probe(page, base_url)).evidence
 
 
 async def session_state(page: Page, base_url: str) -> AuthState:

@@ -17,7 +17,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator as PageLocator
 from playwright.async_api import Page
 
-from xclaw.models.chatgpt_web.dom import find
+from xclaw.models.chatgpt_web.dom import click, find
 from xclaw.models.chatgpt_web.locators import COPY_BUTTON, REPLY_CONTENT
 from xclaw.models.chatgpt_web.scripts import (
     ARM_CLIPBOARD,
@@ -42,21 +42,25 @@ class ReplyRead:
 
 async def read_reply(page: Page, turn: PageLocator, *, copy_timeout_s: float) -> ReplyRead:
     """The reply in ``turn`` and where it came from."""
-    if await find(turn, COPY_BUTTON) is None:
+    button = await find(turn, COPY_BUTTON)
+    if button is None:
         return ReplyRead(await dom_text(turn), "dom", "the turn has no copy button we know")
-    copied = await copy_markdown(page, turn, copy_timeout_s)
+    copied = await copy_markdown(page, turn, button.last, copy_timeout_s)
     if copied is not None and copied.strip():
         return ReplyRead(copied, "clipboard")
     return ReplyRead(await dom_text(turn), "dom", "the copy button gave no text")
 
 
-async def copy_markdown(page: Page, turn: PageLocator, timeout_s: float) -> str | None:
-    button = await find(turn, COPY_BUTTON)
-    if button is None or not await page.evaluate(ARM_CLIPBOARD):
+async def copy_markdown(
+    page: Page, turn: PageLocator, button: PageLocator, timeout_s: float
+) -> str | None:
+    """Click ``button`` (the turn's copy button) with the page's clipboard writes captured."""
+    if not await page.evaluate(ARM_CLIPBOARD):
         return None
     try:
-        await turn.hover(timeout=timeout_s * 1000)  # action bars may show on hover only
-        await button.last.click(timeout=timeout_s * 1000)
+        if not await button.is_visible():
+            await turn.hover(timeout=timeout_s * 1000)  # action bars may show on hover only
+        await click(page, button, timeout_s=timeout_s)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             text = await page.evaluate(READ_CLIPBOARD)

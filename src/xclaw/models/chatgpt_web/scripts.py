@@ -85,31 +85,112 @@ DOM_REPLY_TEXT = r"""(els) => {
   return out.join('').replace(/\n{3,}/g, '\n\n').trim();
 }"""
 
-# Count of matches and the last one's visible text: one round trip per poll, no waiting.
-TURNS_SNAPSHOT = """(els) => {
-  const last = els[els.length - 1];
-  return { count: els.length, text: last ? last.innerText : '' };
-}"""
+# Locators resolved inside the page, as ``dom.in_page`` writes them: each strategy a chain of
+# CSS selectors and role queries (``{role, name, flags}``, matched the way Playwright's role
+# engine does: explicit or implicit role, not hidden from assistive technology, the accessible
+# name against a pattern). The first strategy with a match wins, as in ``dom.find``.
+_RESOLVE = r"""
+  const norm = (s) => String(s || '').replace(/\s+/g, ' ').trim();
+  const shown = (el) => {
+    if (getComputedStyle(el).visibility !== 'visible') return false;
+    const box = el.getBoundingClientRect();
+    return box.width > 0 && box.height > 0;
+  };
+  const IMPLICIT = {
+    button: 'button, input[type="button"], input[type="submit"], input[type="reset"], '
+      + 'input[type="image"], summary',
+    textbox: 'textarea, input:not([type]), input[type="text"], input[type="search"]',
+  };
+  const hiddenForAria = (el) => el.closest('[aria-hidden="true"]') !== null
+    || el.getClientRects().length === 0 || getComputedStyle(el).visibility !== 'visible';
+  const nameOf = (el) => {
+    const ids = (el.getAttribute('aria-labelledby') || '').split(/\s+/).filter(Boolean);
+    const labelled = norm(ids.map((id) => {
+      const ref = document.getElementById(id);
+      return ref ? ref.textContent : '';
+    }).join(' '));
+    if (labelled) return labelled;
+    const label = norm(el.getAttribute('aria-label'));
+    if (label) return label;
+    if (el.tagName === 'INPUT') return norm(el.value || el.getAttribute('alt') || el.title);
+    return norm(el.textContent) || norm(el.title);
+  };
+  const byRole = (scope, part) => {
+    const implicit = IMPLICIT[part.role];
+    const re = part.name === null ? null : new RegExp(part.name, part.flags);
+    return Array.from(scope.querySelectorAll(implicit ? implicit + ', [role]' : '[role]'))
+      .filter((el) => {
+        const explicit = (el.getAttribute('role') || '').trim().split(/\s+/)[0];
+        if (explicit ? explicit !== part.role : !(implicit && el.matches(implicit))) return false;
+        return !hiddenForAria(el) && (re === null || re.test(nameOf(el)));
+      });
+  };
+  const chain = (scope, parts) => {
+    let found = [scope];
+    for (const part of parts) {
+      const next = new Set();
+      for (const s of found) {
+        for (const el of (part.css ? s.querySelectorAll(part.css) : byRole(s, part))) next.add(el);
+      }
+      found = Array.from(next);
+    }
+    if (parts.length > 1) {
+      found.sort((x, y) => (x.compareDocumentPosition(y) & Node.DOCUMENT_POSITION_FOLLOWING
+        ? -1 : 1));
+    }
+    return found;
+  };
+  const first = (scope, loc) => {
+    for (let i = 0; i < loc.strategies.length; i++) {
+      let els = chain(scope, loc.strategies[i]);
+      if (loc.visible) els = els.filter(shown);
+      if (els.length) return { index: i, els };
+    }
+    return { index: -1, els: [] };
+  };
+"""
 
-# Evidence of a verification challenge: selectors and URL prefixes (strong); the title, or
-# the text of a small page without a <main> (a chat can say "just a moment"), against a
-# pattern (weak).
-CHALLENGE_PROBE = """([selectors, prefixes, pattern]) => {
-  const re = new RegExp(pattern, 'i');
-  const strong = selectors.some((s) => document.querySelector(s) !== null)
-    || prefixes.some((p) => location.pathname.startsWith(p));
-  const text = document.body ? document.body.innerText : '';
-  const bare = text.length < 3000 && !document.querySelector('main');
-  return { strong, weak: re.test(document.title) || (bare && re.test(text)) };
+# One look per poll (seed 000 §4.3), one round trip: evidence of a verification challenge
+# (selectors and URL prefixes: strong; the title, or the text of a small page without a <main>
+# (a chat can say "just a moment"), against a pattern: weak), the texts of banners a person
+# can see (every strategy counts; visually hidden live regions such as 1px role="alert"
+# announcers and empty ones are not banners), and with ``turns`` the gate's snapshot: the stop
+# button showing, the assistant turns, the last one's text and whether it has its action bar.
+PAGE_PROBE = (
+    """(a) => {"""
+    + _RESOLVE
+    + r"""
+  const re = new RegExp(a.pattern, 'i');
+  const strong = a.challenge.some((s) => document.querySelector(s) !== null)
+    || a.prefixes.some((p) => location.pathname.startsWith(p));
+  const body = document.body;
+  const bare = body !== null && !document.querySelector('main') && body.innerText.length < 3000;
+  const weak = re.test(document.title) || (bare && re.test(body.innerText));
+  const banners = [];
+  for (const parts of a.banner.strategies) {
+    for (const el of chain(document, parts)) {
+      const box = el.getBoundingClientRect();
+      const text = el.innerText;
+      if (box.width > 4 && box.height > 4 && getComputedStyle(el).visibility !== 'hidden'
+          && text.trim() !== '' && !banners.includes(text)) banners.push(text);
+    }
+  }
+  const out = { strong, weak, banners };
+  if (!a.turns) return out;
+  const turns = first(document, a.turns);
+  const last = turns.els[turns.els.length - 1];
+  out.generating = first(document, a.stop).index >= 0;
+  out.strategy = turns.index;
+  out.count = turns.els.length;
+  out.text = last ? last.innerText : '';
+  out.bar = last ? first(last, a.finished).index >= 0 : false;
+  return out;
 }"""
+)
 
-# Texts of banners a person can see: visually hidden live regions (screen-reader announcers
-# are 1px boxes with role="alert") and empty ones are not banners.
-BANNER_TEXTS = """(els) => els.filter((el) => {
-  const box = el.getBoundingClientRect();
-  return box.width > 4 && box.height > 4 && getComputedStyle(el).visibility !== 'hidden'
-    && el.innerText.trim() !== '';
-}).map((el) => el.innerText)"""
+# How many elements a locator's first matching strategy finds (as ``dom.find`` counts them),
+# in one round trip however many strategies miss.
+COUNT_MATCHES = "(loc) => {" + _RESOLVE + "  return first(document, loc).els.length;\n}"
 
 # The session endpoint, fetched by the page itself: same cookies, same browser. Only the
 # facts leave the page, never the token it returns.
@@ -164,6 +245,18 @@ SANITIZED_HTML = """() => {
   });
   doc.querySelectorAll('iframe[srcdoc]').forEach((f) => f.removeAttribute('srcdoc'));
   return '<!doctype html>\\n' + doc.outerHTML;
+}"""
+
+# Where a person would click the element: the centre of its box, when that is in the viewport
+# and the element itself (or something inside it) is what is there; else null.
+CLICK_SPOT = """(el) => {
+  const box = el.getBoundingClientRect();
+  if (box.width <= 0 || box.height <= 0) return null;
+  const x = box.left + box.width / 2;
+  const y = box.top + box.height / 2;
+  if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) return null;
+  const hit = document.elementFromPoint(x, y);
+  return hit !== null && (hit === el || el.contains(hit)) ? { x, y } : null;
 }"""
 
 # What the composer now holds (a contenteditable's text, or a textarea's value).

@@ -11,9 +11,12 @@ methods: ``launch``, ``auth_state``, ``wait_for_manual_login``, ``start_conversa
 Recovery (seed 000 §9.3): when the browser dies mid-message, the page is relaunched on the
 same profile and reopens ``conversation_url``; if the reply had started it is awaited, else
 the message is posted again. A retried ``send`` of the same text after a failure resumes the
-same way instead of posting twice. A reply that does not finish within ``turn_s`` gets one safe
-retry (seed 000 §13): the chat is reloaded and the reply awaited again; the message is posted
-again only when the reloaded chat shows it never arrived. Still unfinished, the session pauses.
+same way instead of posting twice, and so does a new process resuming a paused session: the
+message the pause left posted (``posted_unread``, kept with the session, ``expect_posted``) is
+awaited in the reopened chat, never typed again. A reply that does not finish within
+``turn_s`` gets one safe retry (seed 000 §13): the chat is reloaded and the reply awaited
+again; the message is posted again only when the reloaded chat shows it never arrived. Still
+unfinished, the session pauses.
 
 Outdated selectors show in seconds: once the page has loaded and says it is signed in, its
 composer must show within ``controls_s``. A signed-out page pauses the session
@@ -25,10 +28,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
@@ -39,7 +42,8 @@ from xclaw.browser.manager import BrowserManager, EventSink
 from xclaw.core.errors import ModelError, XclawError
 from xclaw.models.chatgpt_web import failures
 from xclaw.models.chatgpt_web.diagnostics import write_bundle
-from xclaw.models.chatgpt_web.dom import Scope, attempts, find
+from xclaw.models.chatgpt_web.dom import Scope, attempts, click, find
+from xclaw.models.chatgpt_web.keyboard import type_message
 from xclaw.models.chatgpt_web.locators import (
     COMPOSER,
     CONVERSATION_PATH,
@@ -52,7 +56,8 @@ from xclaw.models.chatgpt_web.modes import ModeSelection
 from xclaw.models.chatgpt_web.options import ChatGPTWebOptions, DeltaHook, TakeoverHook
 from xclaw.models.chatgpt_web.page_state import AuthState, Takeover, same_origin, session_state
 from xclaw.models.chatgpt_web.reply import ReplyRead, Source, read_reply
-from xclaw.models.chatgpt_web.scripts import CLIPBOARD_CAPTURE, COMPOSER_TEXT
+from xclaw.models.chatgpt_web.scripts import CLIPBOARD_CAPTURE
+from xclaw.models.chatgpt_web.signin import auth_once, require_login
 from xclaw.models.chatgpt_web.turns import (
     TurnTimedOut,
     TurnWaiter,
@@ -70,15 +75,9 @@ _RECOVERIES = 2  # relaunches or page failures tolerated within one send
 class _Pending:
     """A message posted whose reply was not read yet."""
 
-    text: str
+    text: str | None  # None: posted by an earlier process (``expect_posted``), text unknown
     baseline: int  # assistant turns before it
     users: int  # the person's turns before it: a reload tells from them whether it arrived
-
-
-def _lines(text: str) -> list[str]:
-    """Text as an editor may echo it: each non-blank line with its spacing normalised (an
-    editor's blank lines and non-breaking spaces differ, its line breaks must not)."""
-    return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
 
 
 class ChatGPTWebTransport:
@@ -92,9 +91,11 @@ class ChatGPTWebTransport:
         on_takeover: TakeoverHook | None = None,
         on_event: EventSink | None = None,
         on_delta: DeltaHook | None = None,
+        remote_takeover: Callable[[], bool] | None = None,
     ) -> None:
         """``manager``: share a browser (its owner closes it); by default one is made from
-        ``options.browser`` and closed by ``aclose``."""
+        ``options.browser`` and closed by ``aclose``. ``remote_takeover``: whether a surface
+        answers takeovers from elsewhere right now (``options.TakeoverHook``)."""
         self.options = options or ChatGPTWebOptions()
         base = self.options.base_url
         self.base_url = base if base.endswith("/") else base + "/"
@@ -108,6 +109,7 @@ class ChatGPTWebTransport:
             on_takeover=on_takeover,
             on_event=on_event,
             wait_headless=self.options.headless_takeover == "wait",
+            remote=remote_takeover,
         )
         self.mode_selection: ModeSelection | None = None
         self.last_reply_source: Source | None = None
@@ -117,11 +119,36 @@ class ChatGPTWebTransport:
         self._opened = False  # a conversation (new or reopened) is what the page shows
         self._pending: _Pending | None = None
         self._streamed = ""
+        # Told where a posted message waits for its reply (``posted_unread``), and None once
+        # the reply is read: a surface keeps it with the session, so that a new process waits
+        # for that reply (``expect_posted``) instead of posting the message again.
+        self.on_posted: Callable[[dict[str, Any] | None], None] | None = None
 
     @property
     def conversation_url(self) -> str | None:
         """The open chat's URL once the site has given it one (after the first reply)."""
         return self._conversation_url
+
+    @property
+    def posted_unread(self) -> dict[str, Any] | None:
+        """The message posted whose reply is not read yet, as a new process finds it again:
+        the chat's URL and the turns before it. None when there is none (or no URL yet)."""
+        pending, url = self._pending, self._conversation_url
+        if pending is None or url is None:
+            return None
+        return {"url": url, "assistant_turns": pending.baseline, "user_turns": pending.users}
+
+    def expect_posted(self, posted: Mapping[str, Any]) -> bool:
+        """After ``open_conversation(url)`` in a new process (a resume): the message a paused
+        run had posted there (its ``posted_unread``) is not posted again; the next ``send``
+        waits for its reply, or posts when the reopened chat shows it never arrived. False,
+        changing nothing, when ``posted`` is not about the open chat or is malformed."""
+        url, assistant, users = (posted.get(k) for k in ("url", "assistant_turns", "user_turns"))
+        counts = [n for n in (assistant, users) if type(n) is int and n >= 0]
+        if url != self._conversation_url or not self._opened or len(counts) != 2:
+            return False
+        self._set_pending(_Pending(None, counts[0], counts[1]))
+        return True
 
     # -- TextTransport ---------------------------------------------------------------------
 
@@ -188,7 +215,7 @@ class ChatGPTWebTransport:
     async def wait_for_turn_complete(self, baseline: int) -> str:
         """Wait for the reply after ``baseline`` turns and return it."""
         reply = await self._guard(self._complete(baseline))
-        self._pending = None
+        self._set_pending(None)
         return reply
 
     async def get_last_assistant_message(self) -> str:
@@ -246,14 +273,15 @@ class ChatGPTWebTransport:
         """Wait until the page has loaded, is signed in and shows its composer (in seconds:
         a loaded, signed-in page without one no longer matches the adapter)."""
         await page.wait_for_load_state("load", timeout=self.options.timeouts.page_load_s * 1000)
-        await self._require_login(page)
+        await require_login(self.watch, page)
         return await self._composer(page)
 
     async def _start_conversation(self) -> None:
         page = await self._page()
         await self._goto(page, self.base_url)
         await self._settle(page)
-        self._conversation_url, self._pending, self._opened = None, None, True
+        self._conversation_url, self._opened = None, True
+        self._set_pending(None)
         if self.options.mode:
             await self._select_mode(self.options.mode)
 
@@ -263,7 +291,8 @@ class ChatGPTWebTransport:
         await self._settle(page)
         if not await self._shows_conversation(page, url):
             raise failures.conversation_not_found(redact(url))
-        self._conversation_url, self._pending, self._opened = url, None, True
+        self._conversation_url, self._opened = url, True
+        self._set_pending(None)
         if self.options.mode:
             await self._select_mode(self.options.mode)
 
@@ -294,41 +323,29 @@ class ChatGPTWebTransport:
         if url != self._conversation_url:
             self._conversation_url = url
             self.watch.emit("conversation.created", {"url": url})
+            if self._pending is not None:
+                self._set_pending(self._pending)  # now it can be found again: say where
+
+    def _set_pending(self, pending: _Pending | None) -> None:
+        self._pending = pending
+        if self.on_posted is not None:
+            self.on_posted(self.posted_unread)
+
+    async def _arrived(self, page: Page, pending: _Pending) -> bool:
+        """Whether the page shows the pending message (or its reply) after a reload."""
+        return (
+            await count_turns(page) > pending.baseline
+            or await count_user_turns(page) > pending.users
+        )
 
     # -- signing in ------------------------------------------------------------------------
-
-    async def _require_login(self, page: Page) -> None:
-        t = self.options.timeouts
-        deadline = time.monotonic() + t.page_load_s
-        while True:
-            evidence, paused = await self.watch.clear(page)
-            deadline += paused
-            if not paused and not (evidence.challenge_weak or evidence.challenge_strong):
-                state = await session_state(page, self.base_url)
-                if state is AuthState.LOGGED_OUT:
-                    self.watch.emit("browser.auth_required", {"url": redact(page.url)})
-                    raise failures.signed_out()
-                # Signed in, or the endpoint did not say and the chat page is there to use.
-                if state is AuthState.LOGGED_IN or (
-                    state is AuthState.UNKNOWN and await find(page, COMPOSER) is not None
-                ):
-                    return
-            if time.monotonic() > deadline:
-                return  # undecided: the composer check that follows has the last word
-            await asyncio.sleep(t.poll_s)
-
-    async def _auth_once(self, page: Page) -> AuthState:
-        evidence = await self.watch.look(page)
-        if evidence.challenge_strong or evidence.challenge_weak:
-            return AuthState.CHALLENGE
-        return await session_state(page, self.base_url)
 
     async def _auth_state(self) -> AuthState:
         page = await self._page()
         if not page.url.startswith(("http://", "https://")):
             await self._goto(page, self.base_url)
         deadline = time.monotonic() + self.options.timeouts.page_load_s
-        while (state := await self._auth_once(page)) is AuthState.UNKNOWN:
+        while (state := await auth_once(self.watch, page)) is AuthState.UNKNOWN:
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(self.options.timeouts.poll_s)
@@ -346,7 +363,7 @@ class ChatGPTWebTransport:
         limit = self.options.timeouts.login_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + limit
         asked = False
-        while (await self._auth_once(page)) is not AuthState.LOGGED_IN:
+        while (await auth_once(self.watch, page)) is not AuthState.LOGGED_IN:
             if not asked:
                 self.watch.emit("browser.auth_required", {"url": redact(page.url)})
                 asked = True
@@ -369,14 +386,16 @@ class ChatGPTWebTransport:
     async def _send_once(self, text: str) -> str:
         page = await self._ready_page()
         pending = self._pending
-        if pending is None or pending.text != text:
+        if pending is None or pending.text not in (None, text):
             baseline = await self._post_new(text)
-        else:  # the same message again after a failure: resume it
+        else:  # the same message after a failure, or one a paused run posted: resume it
+            pending = _Pending(text, pending.baseline, pending.users)
+            self._set_pending(pending)
             baseline = pending.baseline
-            if await count_turns(page) <= baseline:
+            if not await self._arrived(page, pending):
                 await self._post(page, text)  # it never arrived
         reply = await self._complete(baseline)
-        self._pending = None
+        self._set_pending(None)
         return reply
 
     async def _post_new(self, text: str) -> int:
@@ -385,38 +404,20 @@ class ChatGPTWebTransport:
             self.watch.emit("browser.auth_required", {"url": redact(page.url)})
             raise failures.signed_out("The browser was signed out of ChatGPT before a message.")
         baseline = await count_turns(page)
-        self._pending = _Pending(text, baseline, await count_user_turns(page))
+        self._set_pending(_Pending(text, baseline, await count_user_turns(page)))
         await self._post(page, text)
         return baseline
 
     async def _post(self, page: Page, text: str) -> None:
         composer = await self._composer(page)
-        await composer.click()
-        await self._type(page, composer, text)
+        await click(page, composer)
+        if not await type_message(page, composer, text):
+            raise await self._outdated(COMPOSER, page)
         send = await find(page, SEND_BUTTON)
         if send is not None:
-            await send.first.click()
+            await click(page, send.first)
         else:
             await composer.press("Enter")
-
-    async def _type(self, page: Page, composer: PageLocator, text: str) -> None:
-        """Trusted input only (CDP Input.insertText), checked against what the composer
-        holds; an editor that drops inserted newlines gets the text line by line."""
-        keyboard = page.keyboard
-        await keyboard.press("ControlOrMeta+A")
-        await keyboard.press("Delete")
-        await keyboard.insert_text(text)
-        if _lines(await composer.evaluate(COMPOSER_TEXT)) == _lines(text):
-            return
-        await keyboard.press("ControlOrMeta+A")
-        await keyboard.press("Delete")
-        for i, line in enumerate(text.split("\n")):
-            if i:
-                await keyboard.press("Shift+Enter")
-            if line:
-                await keyboard.insert_text(line)
-        if _lines(await composer.evaluate(COMPOSER_TEXT)) != _lines(text):
-            raise await self._outdated(COMPOSER, page)
 
     # -- replies ---------------------------------------------------------------------------
 
@@ -466,11 +467,7 @@ class ChatGPTWebTransport:
             await self._goto(page, self._conversation_url)
             await self._settle(page)
             pending = self._pending
-            if (
-                pending is not None
-                and await count_turns(page) <= baseline
-                and await count_user_turns(page) <= pending.users
-            ):
+            if pending is not None and pending.text and not await self._arrived(page, pending):
                 await self._post(page, pending.text)  # it never arrived: this is its first time
         try:
             turn, _ = await self._wait_turn(page, baseline)

@@ -8,8 +8,11 @@
  *
  * Snapshot lines: `[tag] "name" key=attrs runtime-state #ref`, children indented two spaces;
  * text prints as `"text"` alone, unless its tag says what it is (`[h2] "News"`, `[label]`).
- * Interactive elements (controls by tag/role/contenteditable, and elements made clickable by a
- * handler, a tabindex or a pointer cursor that starts on them) carry a ref; text lines do not.
+ * Interactive elements (controls by tag/role/contenteditable, and elements made clickable by an
+ * onclick handler, a tabindex >= 0 or a pointer cursor that starts on them) carry a ref; text
+ * lines do not. A control is shown when it or a descendant has a visible box (a zero-size link
+ * around a floated logo image counts, one that clips its content does not); a pointer-cursor
+ * element around controls is only their styling and adds no line.
  * Layout-only div/span/section/custom-element containers are folded away, their children
  * promoted; when one container promotes several, they sit in a `collapsed-group { ... }` block
  * (folded containers nested in a folded container share its block).
@@ -31,10 +34,16 @@
  * same-tag element siblings from 1; html and body carry no index). The RefStore (ref -> element,
  * element -> ref, ref -> xpath) is rebuilt by each snapshot; a colliding hash gets "_2", "_3".
  * A ref whose element was re-rendered is re-resolved through its XPath.
+ *
+ * A cross-origin iframe cannot be read from here: its line gets a slot (data-xclaw-frame) and
+ * the result lists it under `frames`; the driver reads that frame with this same library
+ * (refPrefix "f1:" makes its refs "#f1:a1b2c") and puts the lines in place. changeKey() says
+ * whether a new snapshot could differ (a counter of DOM mutations, input, loads, scrolls and
+ * resizes); each snapshot returns the key it was taken at.
  */
 (function () {
   "use strict";
-  var VERSION = 2;
+  var VERSION = 3;
   if (window.__xclawPage && window.__xclawPage.version === VERSION) return;
 
   // ---------------------------------------------------------------- constants
@@ -57,7 +66,7 @@
     "sup", "sub", "cite", "q", "time", "kbd", "var", "samp", "del", "ins", "bdi"]);
   const ROLES = new Set(["button", "link", "checkbox", "radio", "switch", "tab", "menuitem",
     "menuitemcheckbox", "menuitemradio", "option", "combobox", "textbox", "searchbox",
-    "slider", "spinbutton", "treeitem"]);
+    "slider", "spinbutton", "treeitem", "gridcell", "listbox"]);
   const SETTER_TYPES = new Set(["date", "color", "range", "time", "month", "week",
     "datetime-local"]);
   const NO_FILL_TYPES = new Set(["checkbox", "radio", "file", "button", "submit", "reset",
@@ -144,6 +153,69 @@
     s += ">";
     const text = clip(collapse(el.innerText !== undefined ? el.innerText : el.textContent), 40);
     return text ? s + " " + q(text) : s;
+  }
+
+  // ---------------------------------------------------------------- change counter
+  // A count of what can change a snapshot: DOM mutations (the document, the open shadow roots
+  // and same-origin frame documents a snapshot walked), input/change (a value is a property, no
+  // mutation), load/error (an image getting its size), the end of a transition or animation,
+  // scrolling and resizing. changeKey() adds the URL, the viewport and whether a finite
+  // animation is running; an equal key means a snapshot taken now would read the same.
+  let changes = 0;
+  const bump = () => { changes++; };
+  const watched = new WeakSet();
+  const OWN_ATTRS = new Set(["data-agent-id", "data-xclaw-frame"]); // ours: not a change
+  const LAYER = "__xclaw_page_annotations"; // the annotated screenshot's boxes: ours too
+  const ours = (r) => (r.type === "attributes" && OWN_ATTRS.has(r.attributeName)) ||
+    (r.type === "childList" && [...r.addedNodes, ...r.removedNodes].every((n) => n.id === LAYER));
+  const observer = new MutationObserver((records) => {
+    for (const r of records) {
+      if (!ours(r)) { changes++; return; }
+    }
+  });
+  const CHANGE_EVENTS = ["input", "change", "load", "error", "transitionend", "animationend",
+    "scroll", "toggle"];
+  function watch(root) {
+    if (!root || watched.has(root)) return;
+    watched.add(root);
+    try {
+      observer.observe(root, { subtree: true, childList: true, attributes: true,
+        characterData: true });
+      if (root.nodeType === 9) {
+        for (const t of CHANGE_EVENTS) root.addEventListener(t, bump, true);
+        if (root.defaultView) root.defaultView.addEventListener("resize", bump, true);
+      }
+    } catch (_e) { /* a document going away */ }
+  }
+  watch(document);
+
+  function moving(doc) {
+    if (!doc.getAnimations) return false;
+    for (const a of doc.getAnimations()) {
+      if (a.playState !== "running") continue;
+      const end = a.effect && a.effect.getComputedTiming ? a.effect.getComputedTiming().endTime
+        : Infinity;
+      if (end !== Infinity) return true; // an infinite spinner shows the same thing throughout
+    }
+    return false;
+  }
+
+  // A cross-origin frame element's slot: an attribute the driver reads from the element
+  // Playwright's frame.frame_element() returns, to put that frame's snapshot in its place.
+  const INSTANCE = Math.random().toString(36).slice(2, 8);
+  let slotCount = 0;
+  function frameSlot(el) {
+    let id = el.getAttribute("data-xclaw-frame");
+    if (!id || id.indexOf(INSTANCE + "-") !== 0) {
+      id = INSTANCE + "-" + (++slotCount);
+      el.setAttribute("data-xclaw-frame", id);
+    }
+    return id;
+  }
+
+  function changeKey() {
+    return changes + "|" + location.href + "|" + innerWidth + "x" + innerHeight +
+      (moving(document) ? "|moving:" + now() : "");
   }
 
   // ---------------------------------------------------------------- XPath and RefStore
@@ -325,8 +397,8 @@
   }
 
   // ---------------------------------------------------------------- snapshot: node facts
-  // 2: a control by its tag, role or contenteditable; 1: clickable by a handler, tabindex or
-  // a pointer cursor that starts here; 0: not interactive.
+  // 2: a control by its tag, role or contenteditable; 1: clickable by an onclick handler or
+  // focusable (tabindex >= 0); 0.5: only a pointer cursor that starts here; 0: not interactive.
   function interactivity(el, tag, pointerStarts) {
     switch (tag) {
       case "a": if (el.hasAttribute("href")) return 2; break;
@@ -339,8 +411,8 @@
     if (el.hasAttribute("contenteditable") && el.isContentEditable) return 2;
     if (el.hasAttribute("onclick")) return 1;
     const tab = el.getAttribute("tabindex");
-    if (tab !== null && +tab >= 0) return 1;
-    return pointerStarts ? 1 : 0;
+    if (tab !== null && tab.trim() !== "" && +tab >= 0) return 1;
+    return pointerStarts ? 0.5 : 0;
   }
 
   function isInteractive(el, tag, pointerStarts) {
@@ -384,13 +456,38 @@
     return collapse(s);
   }
 
+  // An element's text up to about ``limit`` characters, with a space where a block element
+  // (a heading, a paragraph, a list item...) starts or ends, as it reads on screen:
+  // "<h3>Pro</h3><p>$20</p>" is "Pro $20", not textContent's "Pro$20".
+  const BLOCKS = new Set(["div", "p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "ul", "ol",
+    "dl", "dt", "dd", "tr", "td", "th", "table", "section", "article", "header",
+    "footer", "nav", "aside", "figure", "figcaption", "blockquote", "pre", "address", "hr",
+    "main", "form", "fieldset", "legend", "caption", "details", "summary", "option"]);
+  function textOf(el, limit) {
+    let out = "";
+    const walk = (node) => {
+      for (let c = node.firstChild; c && out.length < limit; c = c.nextSibling) {
+        if (c.nodeType === 3) out += c.data;
+        else if (c.localName === "br") out += " ";
+        else if (c.nodeType === 1 && !SKIP.has(c.localName)) {
+          const block = BLOCKS.has(c.localName);
+          if (block) out += " ";
+          walk(c);
+          if (block) out += " ";
+        }
+      }
+    };
+    walk(el);
+    return out;
+  }
+
   function nameOf(el, tag, max) {
     let n = el.getAttribute("aria-label") || "";
     if (!n && (tag === "input" || tag === "textarea" || tag === "select")) n = labelText(el);
     else if (!n && el.hasAttribute("aria-labelledby")) n = labelText(el);
     if (!n && tag === "input" && /^(button|submit|reset)$/.test(el.type)) n = el.value;
     if (!n && tag !== "input" && tag !== "select" && tag !== "textarea") {
-      n = collapse((el.textContent || "").slice(0, max * 8 + 200));
+      n = collapse(textOf(el, max * 8 + 200));
     }
     if (!n) n = el.getAttribute("title") || "";
     if (!n && tag !== "input") {
@@ -502,12 +599,22 @@
     const doc = frameDoc(el);
     const title = clip(el.getAttribute("title") || el.getAttribute("name") || "", max);
     let line = "[" + el.localName + "]" + (title ? " " + q(title) : "");
-    if (!doc || !doc.body) {
+    if (!doc) {
+      // Cross-origin: out of this document's reach. The driver reads it through Playwright's
+      // frame API and puts its lines under this one (the slot names the frame element).
       const src = el.getAttribute("src") || "";
-      line += " src=" + q(clip(src, 60)) + " (cross-origin, not shown)";
-      out.push(makeNode(el, el.localName, xp, line, title, [], false));
+      line += " src=" + q(clip(src, 60));
+      const node = makeNode(el, el.localName, xp, line, title, [], false);
+      node.slot = frameSlot(el);
+      node.hi = true; // kept like a control: what is inside may be the form the task is about
+      out.push(node);
       return;
     }
+    if (!doc.body) {
+      out.push(makeNode(el, el.localName, xp, line + " (empty)", title, [], false));
+      return;
+    }
+    watch(doc);
     const kids = [];
     const saved = S.env;
     const v = doc.defaultView;
@@ -534,6 +641,7 @@
 
   function visitKids(el, tag, depth, xp, ptr, S, out) {
     if (el.shadowRoot) {
+      watch(el.shadowRoot);
       walkList(el.shadowRoot, depth, xp + "/#shadow-root", ptr, S, out);
       return;
     }
@@ -560,7 +668,7 @@
   }
 
   function deepKids(el, tag, xp, S, out) {
-    if (el.shadowRoot) deepList(el.shadowRoot, xp + "/#shadow-root", S, out);
+    if (el.shadowRoot) { watch(el.shadowRoot); deepList(el.shadowRoot, xp + "/#shadow-root", S, out); }
     else if (tag === "slot" && el.assignedElements({ flatten: true }).length) {
       for (const c of el.assignedElements({ flatten: true })) {
         deepVisit(c, c.localName, xpathOf(c), S, out);
@@ -599,13 +707,13 @@
     const line = "[" + tag + "]" + (name ? " " + q(name) : "") + keyAttrs(el, tag, name, max) +
       stateAttrs(el, tag, max);
     const node = makeNode(el, tag, xp, line, name, cutChildren(kids, S), true);
-    node.weak = level === 1;
+    node.ptrOnly = level === 0.5;
     return node;
   }
 
   // The controls of an item, flat: what is left of it past maxChildren.
   function controlsOf(it, out) {
-    if (it.inter) out.push(it);
+    if (it.inter || it.slot) out.push(it);
     else if (it.hi) for (const k of it.kids) controlsOf(k, out);
     return out;
   }
@@ -640,14 +748,56 @@
     return items.map((it) => it.name).join(" | ");
   }
 
+  // The box a person sees of el: its own when it is not empty; else, when el does not clip
+  // what it holds (or has no box of its own: display:contents), the first shown descendant's
+  // (a zero-size link around a floated or 1-px logo image). null when there is none.
+  function boxOf(el, st) {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) return r;
+    st = st || viewOf(el).getComputedStyle(el);
+    return unclipped(st) ? innerBox(el, 0) : null;
+  }
+
+  function unclipped(st) {
+    return st.display === "contents" ||
+      (st.overflowX === "visible" && st.overflowY === "visible");
+  }
+
+  function innerBox(el, depth) {
+    const v = viewOf(el);
+    for (let c = el.firstElementChild; c; c = c.nextElementSibling) {
+      const cs = v.getComputedStyle(c);
+      if (cs.display === "none") continue;
+      if (cs.display !== "contents") {
+        if (!c.checkVisibility({ visibilityProperty: true })) continue;
+        const r = c.getBoundingClientRect();
+        if (r.width > 0 && r.height > 0) return r;
+        if (!unclipped(cs)) continue;
+      }
+      const r = depth < 6 ? innerBox(c, depth + 1) : null;
+      if (r) return r;
+    }
+    return null;
+  }
+
+  // Out of the viewport (viewportOnly), widened above and below by viewportMargin pixels.
+  function outside(r, S) {
+    const m = S.o.viewportMargin;
+    return r.bottom < -m || r.right < 0 || r.top > S.env.vh + m || r.left > S.env.vw;
+  }
+
   // null: not rendered; unseen: rendered but transparent or clipped to nothing, so only its
-  // controls are kept (they can still be clicked, and Playwright counts them visible).
+  // controls are kept (they can still be clicked, and Playwright counts them visible). A
+  // control without a box of its own counts by what it shows (boxOf).
   function visible(el, st, S) {
     if (st.display === "none") return null;
-    const rect = el.getBoundingClientRect();
-    const zero = rect.width === 0 || rect.height === 0;
-    if (S.o.viewportOnly && !zero && (rect.bottom < 0 || rect.right < 0 ||
-      rect.top > S.env.vh || rect.left > S.env.vw)) return null;
+    let rect = el.getBoundingClientRect();
+    let zero = rect.width === 0 || rect.height === 0;
+    if (zero && unclipped(st) && interactivity(el, el.localName, false) > 0) {
+      const inner = innerBox(el, 0);
+      if (inner) { rect = inner; zero = false; }
+    }
+    if (S.o.viewportOnly && !zero && outside(rect, S)) return null;
     if (st.opacity === "0" || (zero && st.overflow !== "visible")) return { unseen: true };
     return { self: !zero && st.visibility === "visible" };
   }
@@ -655,11 +805,11 @@
   // A control's own box, for the controls-only walks: rendered, not visibility:hidden, a
   // non-empty box (in the viewport when asked). Opacity does not count, as for Playwright.
   function rendered(el, S) {
-    if (!el.checkVisibility({ visibilityProperty: true })) return false;
-    const r = el.getBoundingClientRect();
-    if (r.width === 0 || r.height === 0) return false;
-    return !(S.o.viewportOnly && (r.bottom < 0 || r.right < 0 || r.top > S.env.vh ||
-      r.left > S.env.vw));
+    const contents = S.env.view.getComputedStyle(el).display === "contents";
+    if (!contents && !el.checkVisibility({ visibilityProperty: true })) return false;
+    const r = boxOf(el);
+    if (!r) return false;
+    return !(S.o.viewportOnly && outside(r, S));
   }
 
   function visit(el, depth, xp, parentPtr, S, out) {
@@ -699,11 +849,12 @@
       if (childDepth <= S.o.maxDepth) visitKids(el, tag, childDepth, xp, ptr, S, kids);
       else deepKids(el, tag, xp, S, kids); // past maxDepth: its controls only, hoisted
     }
-    // Inside a control only controls matter; a merely clickable leaf there repeats its parent.
-    let items = cutChildren(inter ? kids.filter((k) => k.hi && !(k.weak && !k.kids.length))
+    // Inside a control only controls matter; a leaf there clickable only by its pointer cursor
+    // repeats its parent (handlers and tabindex are kept: each may do something else).
+    let items = cutChildren(inter ? kids.filter((k) => k.hi && !(k.ptrOnly && !k.kids.length))
       : kids, S);
-    if (level === 1 && items.length && !nameOf(el, tag, max)) {
-      for (const k of items) out.push(k); // a nameless clickable wrapper around controls
+    if (level === 0.5 && items.length) {
+      for (const k of items) out.push(k); // a pointer-cursor wrapper around controls: styling
       return;
     }
     // Ids neither keep a container from folding nor show: on real pages they are mostly
@@ -734,7 +885,7 @@
     line += keyAttrs(el, tag, name, max);
     if (inter || role) line += stateAttrs(el, tag, max);
     const node = makeNode(el, tag, xp, line, name, items, inter);
-    node.weak = level === 1;
+    node.ptrOnly = level === 0.5;
     out.push(node);
   }
 
@@ -768,7 +919,7 @@
         if (it.group) { pass(it.kids, mode); continue; }
         if (mode === 2) total++;
         if (mode === 0) {
-          if (it.inter) { kept.add(it); budget--; }
+          if (it.inter || it.slot) { kept.add(it); budget--; }
         } else if (!kept.has(it) && budget > 0 && (mode === 2 || it.hi)) {
           kept.add(it);
           budget--;
@@ -799,7 +950,7 @@
 
   function refOf(it, S) {
     S.inter++;
-    const ref = "#" + refs.assign(it.el, it.xp);
+    const ref = "#" + S.o.refPrefix + refs.assign(it.el, it.xp);
     S.refList.push({ ref: ref, xpath: it.xp, role: impliedRole(it.el, it.tag),
       name: it.name || "" });
     return ref;
@@ -837,6 +988,7 @@
       let line = pad + it.line;
       if (it.inter) line += " " + refOf(it, S);
       lines.push(line);
+      if (it.slot) S.slots.push({ slot: it.slot, line: lines.length - 1, indent: indent });
       if (it.kids.length) render(it.kids, indent + 1, S, lines);
     }
     if (row !== null) lines.push(row);
@@ -854,16 +1006,21 @@
       o[k] = Math.max(1, Math.floor(num(+o[k], SNAPSHOT_DEFAULTS[k])));
     }
     o.viewportOnly = !!o.viewportOnly;
+    o.viewportMargin = Math.max(0, Math.floor(num(opts && +opts.viewportMargin, 0)));
     o.pruneLayout = !!o.pruneLayout;
+    // Refs of a frame the driver reads on its own carry the frame: "#f1:" + hash.
+    o.refPrefix = opts && typeof opts.refPrefix === "string" &&
+      /^f\d+:$/.test(opts.refPrefix) ? opts.refPrefix : "";
     return o;
   }
 
   function snapshot(opts) {
     const t0 = now();
+    const key = changeKey();
     const o = snapshotOptions(opts);
-    refs.clear();
+    if (!(opts && opts.keepRefs)) refs.clear();
     const S = { o: o, env: { view: window, vw: innerWidth, vh: innerHeight }, made: 0, unseen: 0,
-      stop: false, nodes: 0, inter: 0, truncated: false, refList: [],
+      stop: false, nodes: 0, inter: 0, truncated: false, refList: [], slots: [],
       visitCap: Math.max(o.maxNodes * 10, 3000) };
     let items = [];
     if (document.body) walkList(document.body, 1, "/html/body", false, S, items);
@@ -881,6 +1038,8 @@
         ms: Math.round((now() - t0) * 10) / 10 },
       url: location.href,
       title: document.title,
+      key: key,
+      frames: S.slots, // cross-origin frames: {slot, line, indent} for the driver to fill in
     };
     // packed: the same, as one JSON string. Playwright carries a returned object value by
     // value (a few hundred refs are over a thousand of them), which costs more than the
@@ -891,10 +1050,10 @@
   // ---------------------------------------------------------------- actionability
   function isVisible(el) {
     if (!el || !el.isConnected) return false;
-    if (el.checkVisibility && !el.checkVisibility({ opacityProperty: true,
-      visibilityProperty: true })) return false;
-    const r = el.getBoundingClientRect();
-    return r.width > 0 && r.height > 0;
+    const st = viewOf(el).getComputedStyle(el);
+    if (st.display !== "contents" && el.checkVisibility && !el.checkVisibility({
+      opacityProperty: true, visibilityProperty: true })) return false;
+    return !!boxOf(el, st);
   }
 
   function closestDeep(el, selector) {
@@ -935,7 +1094,7 @@
   }
 
   function centre(el) {
-    const r = el.getBoundingClientRect();
+    const r = boxOf(el) || el.getBoundingClientRect();
     return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
   }
 
@@ -965,15 +1124,35 @@
     (el) => el.scrollIntoView({ block: "start", inline: "start", behavior: "instant" }),
   ];
 
-  async function waitVisible(el, deadline) {
-    while (!isVisible(el)) {
+  // Playwright's actionability, waited for within the action's timeout: the element is
+  // attached, visible, enabled and (for typing) editable, all at once, re-checked every 50 ms
+  // (a re-render that disables it again restarts the wait). At the deadline the first check
+  // that still fails is the error.
+  async function waitReady(el, checks, deadline) {
+    for (;;) {
       if (!el.isConnected) throw fail("ELEMENT_DETACHED", "The element left the page.");
-      if (now() >= deadline) {
-        throw fail("ELEMENT_NOT_VISIBLE", describeEl(el) + " is on the page but not visible.",
-          "Open the menu, tab or dialog that shows it first, or scroll it into view.");
-      }
-      await sleep(50);
+      const why = notReady(el, checks);
+      if (!why) return;
+      if (now() >= deadline) throw why();
+      await sleep(Math.max(10, Math.min(50, deadline - now())));
     }
+  }
+
+  function notReady(el, checks) {
+    if (checks.visible && !isVisible(el)) {
+      return () => fail("ELEMENT_NOT_VISIBLE", describeEl(el) + " is on the page but not " +
+        "visible.", "Open the menu, tab or dialog that shows it first, or scroll it into view.");
+    }
+    if (checks.enabled && isDisabled(el)) {
+      return () => fail("ELEMENT_DISABLED", describeEl(el) + " is still disabled.",
+        "Fill what it depends on first, wait for it (wait_for_selector state=enabled), or " +
+        "pick another element.");
+    }
+    if (checks.editable && el.readOnly) {
+      return () => fail("ELEMENT_NOT_EDITABLE", describeEl(el) + " is read-only.",
+        "It may be a picker: click it and choose from what opens.");
+    }
+    return null;
   }
 
   async function waitStable(el, deadline) {
@@ -982,7 +1161,7 @@
     while (same < 3) {
       await frame();
       if (!el.isConnected) throw fail("ELEMENT_DETACHED", "The element left the page.");
-      const r = el.getBoundingClientRect();
+      const r = boxOf(el) || el.getBoundingClientRect();
       const key = r.left + "," + r.top + "," + r.width + "," + r.height;
       same = key === last ? same + 1 : 0;
       last = key;
@@ -1014,35 +1193,26 @@
       "Close the dialog or overlay on top first, or pass force: true.");
   }
 
-  // checks: {visible, enabled, editable, stable, hit}; returns the point to act on.
+  // checks: {visible, enabled, editable, stable, hit}; returns the point to act on. Each is
+  // waited for until the deadline (the action's waitMs), as Playwright's auto-waiting does,
+  // except stability: an element still moving at the deadline is acted on where it is.
   async function actionable(el, checks, args, deadline) {
     if (!el.isConnected) throw fail("ELEMENT_DETACHED", "The element left the page.");
     if (args.force) {
       SCROLLS[0](el);
       return centre(el);
     }
-    if (checks.visible) await waitVisible(el, deadline);
-    if (checks.enabled && isDisabled(el)) {
-      throw fail("ELEMENT_DISABLED", describeEl(el) + " is disabled.",
-        "Fill what it depends on first, or pick another element.");
-    }
-    if (checks.editable) checkEditable(el);
-    if (checks.visible) SCROLLS[0](el);
-    if (checks.stable) await waitStable(el, deadline);
-    if (checks.hit) return receivesHit(el, deadline);
-    return centre(el);
-  }
-
-  function checkEditable(el) {
-    if (!isEditable(el)) {
+    if (checks.editable && !isEditable(el)) {
       throw fail("UNSUPPORTED_FILL_TARGET", describeEl(el) + " cannot be filled.",
         "fill works on text inputs, textareas and contenteditable elements; use check, " +
         "select_option or click for other controls.");
     }
-    if (el.readOnly) {
-      throw fail("ELEMENT_NOT_EDITABLE", describeEl(el) + " is read-only.",
-        "It may be a picker: click it and choose from what opens.");
-    }
+    await waitReady(el, checks, deadline);
+    if (checks.visible) SCROLLS[0](el);
+    if (checks.stable) await waitStable(el, deadline);
+    if (checks.visible || checks.enabled) await waitReady(el, checks, deadline); // still so
+    if (checks.hit) return receivesHit(el, deadline);
+    return centre(el);
   }
 
   // ---------------------------------------------------------------- retargeting
@@ -1455,7 +1625,7 @@
         { changed: false, checked: want });
     }
     const target = isCheckable(base) && !isVisible(base) ? proxyOf(base) || base : base;
-    if (!a.force && isDisabled(base)) throw fail("ELEMENT_DISABLED", describeEl(base) + " is disabled.");
+    if (!a.force && target !== base) await waitReady(base, { enabled: 1 }, dl);
     const p = await actionable(target, { visible: 1, enabled: 1, stable: 1, hit: 1 }, a, dl);
     clickChain(target, p, 1);
     for (let i = 0; i < 10 && checkState(base) !== want; i++) await frame();
@@ -1538,7 +1708,7 @@
       throw fail("INVALID_ARGUMENT", describeEl(el) + " is not a select or dropdown.",
         "Use click to open menus that are not selects.");
     }
-    if (isDisabled(root) && !a.force) throw fail("ELEMENT_DISABLED", describeEl(root) + " is disabled.");
+    if (!a.force) await waitReady(root, { enabled: 1 }, dl);
     let options = optionsFor(root);
     if (!options.length) {
       const trigger = root.querySelector(".el-select__wrapper,.el-input__wrapper," +
@@ -1765,8 +1935,13 @@
       case "visible": return el && isVisible(el) ? el : null;
       case "hidden": return !el || !isVisible(el);
       case "detached": return !el;
+      case "enabled": return el && !isDisabled(el) ? el : null;
+      case "disabled": return el && isDisabled(el) ? el : null;
+      case "checked": return el && checkState(baseControl(el)) === true ? el : null;
+      case "unchecked": return el && checkState(baseControl(el)) === false ? el : null;
       default:
-        throw fail("INVALID_ARGUMENT", "state must be attached, visible, hidden or detached.");
+        throw fail("INVALID_ARGUMENT", "state must be attached, visible, hidden, detached, " +
+          "enabled, disabled, checked or unchecked.");
     }
   }
 
@@ -1978,6 +2153,59 @@
     }
   }
 
+  // ---------------------------------------------------------------- annotated screenshots
+  // The boxes of the refs the latest snapshot listed that show in the viewport: {ref, x, y,
+  // w, h} in this window's viewport (same-origin frames offset by where their frame sits).
+  function boxes() {
+    const out = [];
+    for (const [ref, entry] of refs.byRef) {
+      const el = entry.el;
+      if (!el.isConnected || !isVisible(el)) continue;
+      const r = boxOf(el);
+      if (!r) continue;
+      let x = r.left;
+      let y = r.top;
+      for (let w = viewOf(el); w && w !== window && w.frameElement;) {
+        const f = w.frameElement.getBoundingClientRect();
+        x += f.left + w.frameElement.clientLeft;
+        y += f.top + w.frameElement.clientTop;
+        w = viewOf(w.frameElement);
+      }
+      if (x + r.width < 0 || y + r.height < 0 || x > innerWidth || y > innerHeight) continue;
+      out.push({ ref: "#" + ref, x: Math.round(x), y: Math.round(y), w: Math.round(r.width),
+        h: Math.round(r.height) });
+    }
+    return out;
+  }
+
+  // A layer of red boxes labelled with refs (and ``extra``: boxes the driver measured in
+  // cross-origin frames); pointer-events none, removed by unannotate().
+  function annotate(extra) {
+    unannotate();
+    const list = boxes().concat(Array.isArray(extra) ? extra : []);
+    const layer = document.createElement("div");
+    layer.id = LAYER;
+    layer.style.cssText = "position:fixed;inset:0;z-index:2147483647;pointer-events:none";
+    for (const b of list) {
+      const box = document.createElement("div");
+      box.style.cssText = "position:fixed;box-sizing:border-box;border:2px solid #e00;left:" +
+        b.x + "px;top:" + b.y + "px;width:" + b.w + "px;height:" + b.h + "px";
+      const tag = document.createElement("div");
+      tag.textContent = b.ref;
+      tag.style.cssText = "position:fixed;background:#e00;color:#fff;font:bold 11px/14px " +
+        "sans-serif;padding:0 3px;left:" + b.x + "px;top:" + Math.max(0, b.y - 14) + "px";
+      layer.append(box, tag);
+    }
+    (document.body || document.documentElement).appendChild(layer);
+    return { ok: true, boxes: list };
+  }
+
+  function unannotate() {
+    const old = document.getElementById(LAYER);
+    if (old) old.remove();
+    return { ok: true };
+  }
+
   // ---------------------------------------------------------------- install
   const api = {
     version: VERSION,
@@ -1993,6 +2221,10 @@
     resolve: (selector) => { const r = findOnce(selector); return r.el || null; },
     xpathOf: xpathOf,
     resolveXPath: resolveXPath,
+    changeKey: changeKey,
+    boxes: boxes,
+    annotate: annotate,
+    unannotate: unannotate,
     hash: refHash,
   };
   Object.defineProperty(window, "__xclawPage", { value: api, configurable: true, writable: true,

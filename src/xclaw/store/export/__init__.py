@@ -9,12 +9,14 @@ passes through ``xclaw.redact.redact``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import PurePosixPath
 from typing import Literal, get_args
 
 from xclaw.core.errors import ConfigError
 from xclaw.store.base import SessionRecord, TranscriptItem
+from xclaw.store.export._common import session_uuid
 from xclaw.store.export.claude_code import export_claude_code
-from xclaw.store.export.codex import export_codex
+from xclaw.store.export.codex import export_codex, rollout_path
 from xclaw.store.export.jsonl import export_jsonl
 
 ExportFormat = Literal["codex", "claude-code", "jsonl"]
@@ -41,4 +43,14 @@ def export_session(
     return exporter(session, items)
 
 
-__all__ = ["FORMATS", "ExportFormat", "export_session"]
+def export_name(fmt: ExportFormat, session: SessionRecord) -> PurePosixPath:
+    """The file name (under a directory) each format's own tool looks for: a Codex rollout's
+    dated path, Claude Code's ``<session uuid>.jsonl``, ``<session id>.jsonl`` for ours."""
+    if fmt == "codex":
+        return rollout_path(session)
+    if fmt == "claude-code":
+        return PurePosixPath(f"{session_uuid(session.id)}.jsonl")
+    return PurePosixPath(f"{session.id}.jsonl")
+
+
+__all__ = ["FORMATS", "ExportFormat", "export_name", "export_session", "rollout_path"]

@@ -12,10 +12,22 @@ fields are ``id`` (a UUID), ``timestamp``, ``cwd``, ``originator`` and ``cli_ver
 
 ``reasoning`` items are dropped (their encrypted content belongs to the provider), as are
 outputs whose call is not in the export (the Responses API rejects them on resume).
+
+Each message is followed by the ``event_msg`` Codex records beside it (``EventMsg`` is
+serde-tagged ``type``, snake_case): ``user_message`` (``UserMessageEvent``: ``message``,
+``images``, ``local_images``, ``text_elements``) after a user message, ``agent_message``
+(``AgentMessageEvent``: ``message``) after an assistant one. The resume view replays them,
+and ``codex resume``'s picker lists a rollout only when its head holds a ``session_meta`` and
+an ``EventMsg::UserMessage`` (``codex-rs/rollout/src/list.rs``, ``read_head_summary``: the
+first 10 lines, longer once the meta is seen). The first user event therefore comes within
+``PICKER_HEAD_LINES``: when the transcript has no user text there (all protocol text), the
+session's task stands in for it right after the meta.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
 from typing import Any
 
 from xclaw.core.tooling import wire_tool_name
@@ -32,15 +44,56 @@ from xclaw.store.export._common import (
     xclaw_version,
 )
 
+# How many lines from the top ``codex resume``'s picker reads for the meta and a user event.
+PICKER_HEAD_LINES = 10
+
 
 def export_codex(session: SessionRecord, items: list[TranscriptItem]) -> list[str]:
-    lines = [_line(session.created_at, "session_meta", _session_meta(session))]
+    body: list[tuple[float, str, dict[str, Any]]] = []
     called: set[str] = set()
     for item in items:
         payload = _response_item(item.payload, called)
-        if payload is not None:
-            lines.append(_line(item_time(item, session), "response_item", payload))
-    return lines
+        if payload is None:
+            continue
+        at = item_time(item, session)
+        body.append((at, "response_item", payload))
+        event = _event_for(payload)
+        if event is not None:
+            body.append((at, "event_msg", event))
+    head = body[: PICKER_HEAD_LINES - 1]  # the meta is line 1
+    if not any(kind == "event_msg" and p["type"] == "user_message" for _, kind, p in head):
+        body.insert(0, (session.created_at, "event_msg", _user_event(clean_text(session.task))))
+    meta = _line(session.created_at, "session_meta", _session_meta(session))
+    return [meta, *(_line(at, kind, payload) for at, kind, payload in body)]
+
+
+def rollout_path(session: SessionRecord) -> PurePosixPath:
+    """Where the rollout goes under ``~/.codex/sessions``: ``YYYY/MM/DD/rollout-YYYY-MM-DDT
+    hh-mm-ss-<uuid>.jsonl``. Codex finds a session by the UUID at the end of the name (the
+    meta's ``id``) and orders the picker by the time before it (UTC here)."""
+    moment = datetime.fromtimestamp(session.created_at, tz=UTC)
+    name = f"rollout-{moment:%Y-%m-%dT%H-%M-%S}-{session_uuid(session.id)}.jsonl"
+    return PurePosixPath(f"{moment:%Y}", f"{moment:%m}", f"{moment:%d}", name)
+
+
+def _event_for(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``event_msg`` Codex writes beside a message: what its history view shows."""
+    if item["type"] != "message":
+        return None
+    text = "".join(part["text"] for part in item["content"])
+    if item["role"] == "user":
+        return _user_event(text)
+    return {"type": "agent_message", "message": text}
+
+
+def _user_event(text: str) -> dict[str, Any]:
+    return {
+        "type": "user_message",
+        "message": text,
+        "images": [],
+        "local_images": [],
+        "text_elements": [],
+    }
 
 
 def _line(ts: float, kind: str, payload: dict[str, Any]) -> str:

@@ -1,11 +1,12 @@
-"""Programs the patch face starts: fixed argv, no shell, always through a sandbox launcher.
+"""Programs an isolated tree needs started: fixed argv, no shell, always through a sandbox
+launcher (the patch face's git, health check and checks; the agents' isolated workspaces).
 
 Git runs through the host launcher (like ``project.status``), the safe way of
 ``xclaw.gitsafe``, plus ``NEUTRAL_OPTIONS``: settings a repository's own ``.git/config`` could
 give that change bytes or the diff xclaw stores (eol conversion, context lines, renames,
 whitespace-tolerant apply). On the user's repository only read-only plumbing is ever asked
-of it; a job's own repositories (``worktree.private_repo``) also ignore the attributes that
-convert content.
+of it; a job's own repositories (``patch.worktree.private_repo``) also ignore the attributes
+that convert content.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ NEUTRAL_OPTIONS: tuple[str, ...] = tuple(
 
 
 class PatchError(XclawError):
-    """A patch job failed or was refused; ``code`` says which rule."""
+    """A patch job (or a git call of an isolated tree) failed or was refused; ``code`` says
+    which rule. The patch face's error (``xclaw.patch.PatchError``), defined here since the
+    git plumbing below the faces raises it with the caller's code."""
 
     code = "PATCH_FAILED"
 

@@ -13,7 +13,9 @@ counted as a member when any of these holds:
 
 Signals go through a pidfd after re-checking the start time, so a recycled pid is never hit.
 This is policy-level cleanup, not a sandbox: a process that clears its environment, leaves
-the session and gets reparented before the first look is not found.
+the session and gets reparented before the first look is not found. It lives with the
+sandboxes, which tag what they launch (``TAG_VAR``) and reap what a killed xclaw left; the
+command tools above use it to stop what they started.
 """
 
 from __future__ import annotations
