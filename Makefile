@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 APT_PACKAGES := git ripgrep bubblewrap util-linux libseccomp2 passwd chromium postgresql redis-server nodejs
 STAMP := $(VENV)/.installed
 
-.PHONY: deps sysdeps local-model demo test lint bench clean conformance
+.PHONY: deps sysdeps local-model demo check-lean test lint bench clean conformance
 
 deps: sysdeps $(STAMP) local-model
 
@@ -29,15 +29,27 @@ sysdeps:
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,bench,local]'
+	$(BIN)/python -m pip install -q -e '.[all,dev,bench]'
 	@touch $(STAMP)
 
-demo: deps
-	$(BIN)/xclaw demo
+# The demo needs only the core install (no extra) and python3: its own venv, so it neither
+# waits for nor changes the dev one. bubblewrap sandboxes its commands (else the host runs them).
+DEMO_VENV := .venv-demo
+DEMO_APT_PACKAGES := bubblewrap libseccomp2
+demo:
+	@$(MAKE) --no-print-directory sysdeps APT_PACKAGES="$(DEMO_APT_PACKAGES)"
+	@test -x $(DEMO_VENV)/bin/python || $(PY) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install -q .
+	$(DEMO_VENV)/bin/xclaw demo
+
+# A fresh venv with the core install only (no extra): `xclaw run --model openai:...` against a
+# local fake server works, and `xclaw serve` says which extra it needs (tests/test_lean_install.py).
+check-lean:
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_lean_install.py
 
 lint: deps
-	$(BIN)/ruff check src tests bench conformance evals
-	$(BIN)/ruff format --check src tests bench conformance evals
+	$(BIN)/ruff check src tests bench conformance evals docs/gen_reference.py
+	$(BIN)/ruff format --check src tests bench conformance evals docs/gen_reference.py
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
@@ -88,4 +100,4 @@ bench: deps
 	$(BIN)/python bench/local_eval.py --model qwen2.5-coder-1.5b $(LOCAL_EVAL_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(DEMO_VENV) .mypy_cache .ruff_cache .pytest_cache

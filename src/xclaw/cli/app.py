@@ -14,11 +14,15 @@ Three things hold for every command, here, once:
   (option, then its text at the width left), where typer's panels would squeeze each
   option's text into a column a few words wide;
 - the old option spellings of ``cli/options.OLD_SPELLINGS`` still parse (``--directory``,
-  ``--dir`` mean ``--project``), unlisted in help.
+  ``--dir`` mean ``--project``), unlisted in help;
+- a command whose ``Entry`` names an extra (``pip install 'xclaw[gateway]'``) checks it is
+  installed when it runs (not for ``--help``) and says which one is missing, as one coded line
+  (``EXTRA_MISSING``, xclaw/core/extras.py).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import shutil
@@ -35,16 +39,19 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageErro
 from typer.core import TyperCommand, TyperGroup
 
 from xclaw.cli.options import normalize_option
+from xclaw.core.extras import ExtraMissing, require
 
 
 @dataclass(frozen=True)
 class Entry:
     """A top-level command: ``module:attribute`` (a function or a ``typer.Typer``), its help
-    panel in ``xclaw --help`` and its one line there."""
+    panel in ``xclaw --help`` and its one line there; ``extra``, the optional dependencies
+    each of its (sub)commands needs to run."""
 
     target: str
     panel: str
     help: str
+    extra: str | None = None
 
 
 START, SESSIONS, FACES, SETUP = "Start here", "Sessions", "Faces", "Setup and parts"
@@ -70,23 +77,40 @@ COMMANDS: dict[str, Entry] = {
         "xclaw.cli.sessions_cmd:export", SESSIONS, "Export a session (Codex, Claude Code, JSONL)."
     ),
     "patch": Entry("xclaw.cli.patch_cmd:app", FACES, "Change jobs: review, then apply."),
-    "page": Entry("xclaw.cli.page_cmd:app", FACES, "The page agent: see a page, act on it."),
+    "page": Entry(
+        "xclaw.cli.page_cmd:app", FACES, "The page agent: see a page, act on it.", "browser"
+    ),
     "agents": Entry("xclaw.cli.agents_cmd:app", FACES, "Multi-agent runs: workers, a budget."),
-    "serve": Entry("xclaw.cli.serve_cmd:serve", FACES, "The gateway: web UI, chat, channels."),
-    "chat": Entry("xclaw.cli.chat_cmd:chat", FACES, "Chat with a running `xclaw serve`."),
+    "serve": Entry(
+        "xclaw.cli.serve_cmd:serve", FACES, "The gateway: web UI, chat, channels.", "gateway"
+    ),
+    "chat": Entry(
+        "xclaw.cli.chat_cmd:chat", FACES, "Chat with a running `xclaw serve`.", "gateway"
+    ),
     "chronos": Entry("xclaw.cli.chronos_cmd:app", FACES, "Scheduled jobs, webhooks, notices."),
     "bridge": Entry(
-        "xclaw.cli.bridge_cmd:bridge", FACES, "Serve models over an OpenAI-compatible API."
+        "xclaw.cli.bridge_cmd:bridge",
+        FACES,
+        "Serve models over an OpenAI-compatible API.",
+        "gateway",
     ),
     "eval": Entry("xclaw.cli.eval_cmd:eval_", FACES, "Measure a model on a coding dataset."),
     "models": Entry("xclaw.cli.models_cmd:app", SETUP, "Model presets, probes, local models."),
-    "login": Entry("xclaw.cli.login_cmd:login", SETUP, "Sign in to ChatGPT in xclaw's browser."),
+    "login": Entry(
+        "xclaw.cli.login_cmd:login", SETUP, "Sign in to ChatGPT in xclaw's browser.", "browser"
+    ),
     "config": Entry("xclaw.cli.config_cmd:app", SETUP, "Show the resolved configuration."),
     "tools": Entry("xclaw.cli.tools_cmd:app", SETUP, "List tools, or call one directly."),
     "protocol": Entry("xclaw.cli.protocol_cmd:app", SETUP, "The XML text protocol for models."),
-    "memory": Entry("xclaw.cli.memory_cmd:app", SETUP, "Long-term memory: list, search, forget."),
-    "kb": Entry("xclaw.cli.kb_cmd:app", SETUP, "Knowledge base: add, list, search documents."),
-    "mcp": Entry("xclaw.cli.mcp_cmd:app", SETUP, "MCP servers: list, trust, serve xclaw's tools."),
+    "memory": Entry(
+        "xclaw.cli.memory_cmd:app", SETUP, "Long-term memory: list, search, forget.", "memory"
+    ),
+    "kb": Entry(
+        "xclaw.cli.kb_cmd:app", SETUP, "Knowledge base: add, list, search documents.", "memory"
+    ),
+    "mcp": Entry(
+        "xclaw.cli.mcp_cmd:app", SETUP, "MCP servers: list, trust, serve xclaw's tools.", "mcp"
+    ),
     "plugins": Entry("xclaw.cli.plugins_cmd:app", SETUP, "Plugins: tools, services, hooks."),
     "skills": Entry("xclaw.cli.skills_cmd:app", SETUP, "Skills the agent loads when needed."),
 }
@@ -125,6 +149,26 @@ def _reflow(command: Any, plain: bool) -> None:
         _reflow(sub, plain)
 
 
+def _require_on_call(command: Any, extra: str, path: str) -> None:
+    """Each (sub)command of ``command`` checks ``extra`` before it runs: after its options are
+    parsed, so ``--help`` works without the extra."""
+    subs = getattr(command, "commands", None)
+    if subs:
+        for name, sub in subs.items():
+            _require_on_call(sub, extra, f"{path} {name}")
+        return
+    callback = command.callback
+    if callback is None:
+        return
+
+    @functools.wraps(callback)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        require(extra, path)
+        return callback(*args, **kwargs)
+
+    command.callback = checked
+
+
 def load(name: str) -> Any:
     """The click command of ``COMMANDS[name]``, built from its module (imported now)."""
     entry = COMMANDS[name]
@@ -139,6 +183,8 @@ def load(name: str) -> Any:
     command.name = name
     command.short_help = entry.help
     command.rich_help_panel = entry.panel
+    if entry.extra is not None:
+        _require_on_call(command, entry.extra, f"xclaw {name}")
     _reflow(command, narrow())
     return command
 
@@ -214,6 +260,13 @@ class XclawGroup(TyperGroup):
         except typer.Abort:
             typer.echo("Aborted.", err=True)
             sys.exit(1)
+        except ExtraMissing as err:  # from an entry point before its own error handling
+            from xclaw.cli.common import fail
+
+            try:
+                fail(err)
+            except typer.Exit as stop:
+                sys.exit(stop.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -25,6 +25,7 @@ from rich.table import Table
 
 from xclaw.cli.common import ProtocolOption, console, fail
 from xclaw.cli.options import ProjectOption
+from xclaw.core import extras
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.redact import redact
 
@@ -59,8 +60,6 @@ def build_service(
     """The chronos service of ``xclaw serve`` / ``xclaw chronos run``; None when nothing is
     configured (unless ``require``). ``config``: the command's resolved configuration (read
     here when the command has none); ``sandbox``: ``--sandbox`` or the gateway's plan."""
-    from xclaw.chronos.service import ChronosService, ServiceOptions
-    from xclaw.chronos.store import open_chronos_store
     from xclaw.compose.settings import resolve_config
     from xclaw.models.presets import load_dotenv
 
@@ -70,6 +69,10 @@ def build_service(
     section = cfg.chronos
     if not (section.jobs or section.hooks or section.subscriptions) and not require:
         return None
+    extras.require("gateway", "the chronos service (jobs, webhooks)", ["fastapi", "uvicorn"])
+    from xclaw.chronos.service import ChronosService, ServiceOptions
+    from xclaw.chronos.store import open_chronos_store
+
     env = {**load_dotenv(root / ".env"), **os.environ}
     chosen: list[SandboxPlan] = [] if sandbox is None or isinstance(sandbox, str) else [sandbox]
 

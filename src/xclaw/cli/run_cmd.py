@@ -39,6 +39,7 @@ from xclaw.cli.render import LiveView, print_summary
 from xclaw.cli.web import attach_web_relay, browser_flags, saved_web_base_url
 from xclaw.core.errors import ConfigError, XclawError
 from xclaw.core.events import EventBus
+from xclaw.core.extras import require
 from xclaw.core.resume import InterruptedChoice
 from xclaw.core.state import RunControl, RunResult
 
@@ -81,6 +82,7 @@ def _warn(line: str) -> None:  # a failed plugin or MCP server is off; the run g
 def browser_session(headed: bool) -> BrowserSession:
     """The session's browser for ``--browser``: launched on first use, headless unless
     ``headed``; ``XCLAW_BROWSER`` / ``--browser-path`` and ``XCLAW_BROWSER_ARGS`` apply."""
+    require("browser", "--browser (the agent's browser tools)")
     from xclaw.browser import BrowserOptions
     from xclaw.browser.session import BrowserPool, BrowserSession
 

@@ -14,6 +14,7 @@ from rich.markup import escape
 from xclaw.cli.common import ProtocolOption, console, err_console, fail, show_sandbox
 from xclaw.cli.options import ProjectOption, SandboxOption
 from xclaw.core.errors import ConfigError, XclawError
+from xclaw.core.extras import require
 
 if TYPE_CHECKING:
     from xclaw.gateway.auth import GatewayAuth
@@ -130,6 +131,8 @@ def serve(
 
     The web UI is at /, the WebSocket at /ws (for the UI and `xclaw chat`), Prometheus
     metrics at /metrics (with the token)."""
+    if memory:  # the gateway extra: checked before this runs (cli/app.py COMMANDS)
+        require("memory", "xclaw serve's long-term memory (on by default; --no-memory: off)")
     from xclaw.compose.assistant import build_assistant
     from xclaw.compose.coding import open_configured_store
     from xclaw.compose.settings import Overrides, resolve_config

@@ -23,6 +23,7 @@ from xclaw.compose.agents import session_team
 from xclaw.compose.coding import coding_tools, face_model, memory_for, with_memory
 from xclaw.compose.sandbox import SandboxPlan, plan_sandbox
 from xclaw.compose.settings import Overrides, limits_for
+from xclaw.core.extras import require
 from xclaw.core.hooks import Hooks
 from xclaw.tools.registry import ToolRegistry
 
@@ -109,9 +110,11 @@ class AssistantRuntime:
         if not section:
             return None
         from xclaw.core.errors import XclawError
-        from xclaw.mcp.runtime import McpHub
 
         try:
+            require("mcp", "the MCP servers of xclaw.yaml (mcp:)")
+            from xclaw.mcp.runtime import McpHub
+
             hub = McpHub.from_config(self.root, section)
         except XclawError as err:
             log.warning("no MCP servers: %s", err)
@@ -137,6 +140,7 @@ def assistant_runtime(root: Path, config: XclawConfig, *, memory: bool) -> Assis
         log.warning("%s", problem)
     store = None
     if memory:
+        require("memory", "long-term memory (serve's --memory, on by default; or --no-memory)")
         from xclaw.memory.runtime import warm_up_in_background
         from xclaw.memory.settings import open_memory_store
 
@@ -226,6 +230,11 @@ def session_factory(
 
 def observed(factory: AgentFactory, config: XclawConfig) -> tuple[AgentFactory, Tracing | None]:
     """``factory`` with tracing attached when ``observability`` (or the OTLP variable) asks."""
+    from xclaw.obs.wanted import TRACING_FEATURE, tracing_wanted
+
+    if not tracing_wanted(config.observability):
+        return factory, None  # the OpenTelemetry SDK is not even imported
+    require("observability", TRACING_FEATURE)
     from xclaw.obs.tracing import Tracing
     from xclaw.obs.wiring import observing
 

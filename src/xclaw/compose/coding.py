@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from xclaw.compose.sandbox import plan_sandbox
 from xclaw.compose.settings import Overrides, approval_mode, limits_for, mode_approver
 from xclaw.config import XclawConfig
+from xclaw.core.extras import require
 
 if TYPE_CHECKING:
     from xclaw.browser.session import BrowserSession
@@ -128,6 +129,7 @@ def memory_for(
 ) -> MemoryRuntime:
     """Long-term memory of one run or gateway session. ``session_id`` is where a session
     scope enters the memory runtime (None: user and project scopes only)."""
+    require("memory", "long-term memory (--memory)")
     from xclaw.memory.runtime import default_scopes, open_memory
 
     scopes = default_scopes(directory, session_id)
@@ -230,6 +232,7 @@ class CodingRuntime:
         from xclaw.core.state import RunControl
 
         if self.face.mcp and self.config.mcp:
+            require("mcp", "the MCP servers of xclaw.yaml (mcp:)")
             from xclaw.mcp.runtime import with_mcp_tools
 
             agent = self.agent
@@ -360,10 +363,15 @@ def build_coding(
 def attach_tracing(agent: Agent, config: XclawConfig, local: str | None) -> Tracing | None:
     """Spans of ``agent``'s runs when ``--trace`` or ``observability:`` asks."""
     from xclaw.core.errors import ConfigError
-    from xclaw.obs.tracing import Tracing
+    from xclaw.obs.wanted import TRACING_FEATURE, tracing_wanted
 
     if local not in (None, "console", "json"):
         raise ConfigError(f"Unknown --trace {local!r}.", hint="Use --trace console or json.")
+    if not tracing_wanted(config.observability, local):
+        return None  # the OpenTelemetry SDK is not even imported
+    require("observability", TRACING_FEATURE)
+    from xclaw.obs.tracing import Tracing
+
     tracing = Tracing.from_config(
         config.observability, "json" if local == "json" else "console" if local else None
     )

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from xclaw.compose.coding import face_model
 from xclaw.compose.settings import Overrides, approval_mode, mode_approver
 from xclaw.config import XclawConfig
+from xclaw.core.extras import require
 
 if TYPE_CHECKING:
     from xclaw.browser import BrowserOptions
@@ -154,6 +155,7 @@ def build_page(
     ``approver_for`` makes the approver of the approval mode (``--approval``, else
     ``approval:``); a terminal surface passes one that can ask. ``model``: a model object
     instead of ``--model``/``model:`` (``model_spec`` saying what it was made from)."""
+    require("browser", "the page agent")
     given = overrides or Overrides()
     spec = model_spec or ""
     if model is None:
@@ -170,6 +172,7 @@ def build_page(
 
 async def snapshot_page(url: str, options: SnapshotOptions, flags: PageFlags) -> Snapshot:
     """Open ``url`` in a fresh context of a new browser, let it settle, and snapshot it."""
+    require("browser", "a page snapshot")
     from xclaw.browser.session import BrowserPool
     from xclaw.core.errors import XclawError
     from xclaw.page.driver import PageDriver

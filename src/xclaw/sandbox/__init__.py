@@ -104,6 +104,9 @@ def make_sandbox(
 ) -> SandboxChoice:
     """Build the sandbox for one session. ``bwrap`` asked for but unusable is an error."""
     if requested == "full":
+        from xclaw.core.extras import require
+
+        require("sandbox-remote", "--sandbox full (an E2B sandbox)")
         from xclaw.sandbox.remote import sandbox_from_environment
 
         return SandboxChoice(sandbox_from_environment())

@@ -41,6 +41,9 @@ def open_store(
     if path is None:
         url = database_url(config)
         if url:
+            from xclaw.core.extras import require
+
+            require("scale", "the PostgreSQL session store (XCLAW_DATABASE_URL)", ["psycopg"])
             from xclaw.store.postgres import PostgresStore
 
             return PostgresStore(url)

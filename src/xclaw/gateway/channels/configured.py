@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr, ValidationError
 
 from xclaw.core.errors import ConfigError
+from xclaw.core.extras import require
 
 if TYPE_CHECKING:
     from xclaw.gateway.channels.base import ChatAdapter, DmScope
@@ -99,6 +100,7 @@ def configured_channels(gateway: Gateway, env: Mapping[str, str]) -> list[ChatAd
 
 
 def _telegram(gateway: Gateway, env: Mapping[str, str], scope: DmScope) -> ChatAdapter:
+    require("channels", "the Telegram channel (TELEGRAM_BOT_TOKEN)", ["telegram"])
     from xclaw.gateway.channels.telegram import TelegramAdapter, TelegramSettings
 
     url = env.get("XCLAW_TELEGRAM_WEBHOOK_URL", "").strip() or None
@@ -143,6 +145,7 @@ def _webhook_url(url: str | None) -> str:
 
 
 def _feishu(gateway: Gateway, env: Mapping[str, str], scope: DmScope) -> ChatAdapter:
+    require("channels", "the Feishu channel (FEISHU_APP_ID)", ["cryptography"])
     from xclaw.gateway.channels.feishu import FeishuAdapter, FeishuSettings
 
     if not env.get("FEISHU_VERIFICATION_TOKEN"):

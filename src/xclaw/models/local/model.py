@@ -10,10 +10,9 @@ points the client at it; ``aclose`` gives the server back.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import AsyncIterator
 
-from xclaw.core.errors import ConfigError
+from xclaw.core.extras import require
 from xclaw.core.model import ModelEvent, ModelRequest
 from xclaw.models.local.catalog import LocalTarget, local_preset, resolve_target
 from xclaw.models.local.progress import StderrLoadReporter
@@ -84,10 +83,5 @@ class LocalModel(OpenAIChatModel):
 def local_model(rest: str, *, stream: bool = True, timeout_s: float = 600.0) -> LocalModel:
     """The model for ``local:REST``: checks the file and that ``xllamacpp`` is installed."""
     target = resolve_target(rest)
-    if importlib.util.find_spec("xllamacpp") is None:
-        raise ConfigError(
-            "Local models need llama.cpp's Python wheel (xllamacpp), which is not installed.",
-            code="LOCAL_RUNTIME_MISSING",
-            hint="pip install 'xclaw[local]' (make deps installs it).",
-        )
+    require("local", "local models (--model local:..., llama.cpp's xllamacpp wheel)")
     return LocalModel(target, stream=stream, timeout_s=timeout_s)
