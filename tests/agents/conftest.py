@@ -12,6 +12,8 @@ import pytest
 import yaml
 
 from xclaw.agents.registry import BUILTIN_WORKERS, WorkerRegistry, WorkerSpec
+from xclaw.agents.team import Orchestrator
+from xclaw.compose.agents import CodingAgents
 from xclaw.core.model import Model
 from xclaw.models.scripted import ScriptedModel
 from xclaw.store.sqlite import SqliteStore, open_store
@@ -56,6 +58,15 @@ def exec_call(program: str, *argv: str, stdin: str | None = None) -> dict[str, A
     """A scripted turn calling ``terminal.exec``."""
     extra = {} if stdin is None else {"stdin": stdin}
     return call("terminal.exec", program=program, argv=list(argv), **extra)
+
+
+def tree(
+    model: Model, root: Path, store: SqliteStore, registry: WorkerRegistry, **settings: Any
+) -> Orchestrator:
+    """An orchestrator on ``root`` whose workers are coding agents (as compose builds them)."""
+    return Orchestrator(
+        model, root, store=store, registry=registry, agent_factory=CodingAgents(), **settings
+    )
 
 
 def script_file(path: Path, turns: list[object]) -> str:

@@ -7,11 +7,9 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.agents.conftest import call, git_project
+from tests.agents.conftest import call, git_project, tree
 
 from xclaw.agents.registry import WorkerRegistry, WorkerSpec
-from xclaw.agents.team import Orchestrator
-from xclaw.compose.agents import CodingAgents
 from xclaw.core.messages import Message, ToolCallPart
 from xclaw.core.model import Model, ModelRequest
 from xclaw.models.base import ModelTurn
@@ -74,12 +72,11 @@ def test_two_isolated_writers_on_the_same_path_never_collide(
             "two guides written",
         ]
     )
-    orch = Orchestrator(
+    orch = tree(
         debate_like,
         root,
-        store=store,
-        registry=registry,
-        agent_factory=CodingAgents(),
+        store,
+        registry,
         model_for=model_for,
     )
     result = asyncio.run(orch.run("Have two writers write the guide at once."))
@@ -96,9 +93,9 @@ def test_two_isolated_writers_on_the_same_path_never_collide(
     assert a.data["artifact_pointers"] == {"guide": str(trees[0] / "docs/guide.md")}
     assert a.data["workspace"]["changed_files"] == ["docs/guide.md"]
     # The tree started from the project as it is, uncommitted changes included.
-    for tree in trees:
-        assert (tree / "src/app.py").read_text() == "x = 2\n"
-        assert (tree / "notes.txt").read_text() == "uncommitted, untracked\n"
+    for worktree in trees:
+        assert (worktree / "src/app.py").read_text() == "x = 2\n"
+        assert (worktree / "notes.txt").read_text() == "uncommitted, untracked\n"
     # The diff applies to the project and gives the writer's file.
     diff = Path(b.data["workspace"]["diff"])
     assert opened.ok and opened.data["path"] == str(diff) and "+BBBB" in opened.message
@@ -127,12 +124,11 @@ def test_an_isolated_copy_for_a_project_without_git(
         )
 
     result = asyncio.run(
-        Orchestrator(
+        tree(
             model,
             root,
-            store=store,
-            registry=registry,
-            agent_factory=CodingAgents(),
+            store,
+            registry,
             model_for=model_for,
         ).run("x")
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.agents.conftest import Scripts, call, deliver
+from tests.agents.conftest import Scripts, call, deliver, tree
 
 from xclaw.agents.registry import WorkerRegistry
 from xclaw.agents.team import Orchestrator
@@ -55,12 +55,11 @@ def test_coder_writes_reviewer_finds_bug_coder_fixes(
             {"expect": {"last_contains": ["fixed add()"]}, "text": "written, reviewed, fixed."},
         ]
     )
-    orch = Orchestrator(
+    orch = tree(
         orchestrator_model,
         root,
-        store=store,
-        registry=registry,
-        agent_factory=CodingAgents(),
+        store,
+        registry,
         model_for=workers,
     )
     result = asyncio.run(orch.run("Write an add function, get it reviewed and fixed."))

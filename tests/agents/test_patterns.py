@@ -6,11 +6,9 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.agents.conftest import Scripts, call, deliver
+from tests.agents.conftest import Scripts, call, deliver, tree
 
 from xclaw.agents.registry import WorkerRegistry, WorkerSpec
-from xclaw.agents.team import Orchestrator
-from xclaw.compose.agents import CodingAgents
 from xclaw.core.messages import Message, ToolCallPart
 from xclaw.core.model import Model, ModelRequest
 from xclaw.models.base import ModelTurn
@@ -52,12 +50,11 @@ def test_debate_runs_three_workers_in_parallel_then_a_judge(
             {"expect": {"last_contains": ["judge decided: SQLite"]}, "text": "SQLite it is."},
         ]
     )
-    orch = Orchestrator(
+    orch = tree(
         orch_model,
         root,
-        store=store,
-        registry=registry,
-        agent_factory=CodingAgents(),
+        store,
+        registry,
         model_for=model_for,
     )
     result = asyncio.run(orch.run("Decide where the app keeps its data."))
@@ -94,12 +91,11 @@ def test_debate_over_two_rounds_shows_each_worker_the_others(
     orch_model = ScriptedModel(
         [call("agents.debate", workers=["coder", "skeptic"], question="A or B?", rounds=2), "A."]
     )
-    orch = Orchestrator(
+    orch = tree(
         orch_model,
         root,
-        store=store,
-        registry=registry,
-        agent_factory=CodingAgents(),
+        store,
+        registry,
         model_for=workers,
     )
     result = asyncio.run(orch.run("A or B?"))
@@ -163,12 +159,11 @@ def test_pipeline_feeds_each_delivery_into_the_next_step(
             {"expect": {"last_contains": ["report: Q2 sales"]}, "text": "Q2 tripled."},
         ]
     )
-    orch = Orchestrator(
+    orch = tree(
         orch_model,
         root,
-        store=store,
-        registry=registry,
-        agent_factory=CodingAgents(),
+        store,
+        registry,
         model_for=workers,
     )
     result = asyncio.run(orch.run("Turn the raw sales into a report."))
@@ -208,12 +203,11 @@ def test_a_failed_pipeline_step_is_a_structured_result(
         ]
     )
     workers = Scripts({"coder": [[deliver("did x")]]})
-    orch = Orchestrator(
+    orch = tree(
         orch_model,
         root,
-        store=store,
-        registry=registry,
-        agent_factory=CodingAgents(),
+        store,
+        registry,
         model_for=workers,
     )
     result = asyncio.run(orch.run("x then y"))

@@ -6,13 +6,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from tests.agents.conftest import Scripts, call, deliver
+from tests.agents.conftest import Scripts, call, deliver, tree
 
 from xclaw.agents.config import RouteRule, TeamConfig, load_agents_config
 from xclaw.agents.registry import WorkerRegistry
 from xclaw.agents.routing import Router
-from xclaw.agents.team import Orchestrator, run_routed
-from xclaw.compose.agents import CodingAgents
+from xclaw.agents.team import run_routed
 from xclaw.config import load_config
 from xclaw.core.errors import ConfigError
 from xclaw.core.events import Event, EventBus
@@ -92,12 +91,11 @@ def test_routed_to_a_worker_or_a_team(
             "documented by the docs team",
         ]
     )
-    orch = Orchestrator(
+    orch = tree(
         orch_model,
         root,
-        store=store,
-        registry=registry,
-        agent_factory=CodingAgents(),
+        store,
+        registry,
         model_for=workers,
     )
 

@@ -9,13 +9,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from tests.agents.conftest import Scripts, call, deliver
+from tests.agents.conftest import Scripts, call, deliver, tree
 
 from xclaw.agents.config import AgentsConfig, BudgetConfig, WorkerConfig
 from xclaw.agents.registry import WorkerRegistry, WorkerSpec, build_registry
-from xclaw.agents.team import Orchestrator, TeamSettings
+from xclaw.agents.team import TeamSettings
 from xclaw.coding.toolset import coding_registry
-from xclaw.compose.agents import CodingAgents
 from xclaw.core.errors import ConfigError, ModelRequestRejected
 from xclaw.core.messages import Message, ToolCallPart
 from xclaw.core.model import Model, ModelRequest
@@ -76,12 +75,11 @@ def test_children_inherit_the_parents_approver_or_a_narrower_one(
             "done",
         ]
     )
-    orch = Orchestrator(
+    orch = tree(
         model,
         root,
-        store=store,
-        registry=registry,
-        agent_factory=CodingAgents(),
+        store,
+        registry,
         model_for=workers,
         settings=TeamSettings(approval="ask"),
         approver=approver,
@@ -116,12 +114,11 @@ def test_cancelling_the_parent_cancels_every_child(
                 )
             ]
         )
-        orch = Orchestrator(
+        orch = tree(
             model,
             root,
-            store=store,
-            registry=registry,
-            agent_factory=CodingAgents(),
+            store,
+            registry,
             model_for=lambda spec: _waiting_worker(started, spec.name),
         )
         control = RunControl()
@@ -168,12 +165,11 @@ def test_the_concurrency_limit_bounds_parallel_children(
             "done",
         ]
     )
-    orch = Orchestrator(
+    orch = tree(
         model,
         root,
-        store=store,
-        registry=registry,
-        agent_factory=CodingAgents(),
+        store,
+        registry,
         model_for=lambda spec: FunctionModel(turn),
         settings=TeamSettings(concurrency=2),
     )
@@ -197,12 +193,11 @@ def test_the_shared_budget_stops_children_and_the_tree(
         }
     )
     model = ScriptedModel([call("agents.delegate", worker="coder", task="Write a.txt"), "no"])
-    orch = Orchestrator(
+    orch = tree(
         model,
         root,
-        store=store,
-        registry=registry,
-        agent_factory=CodingAgents(),
+        store,
+        registry,
         model_for=workers,
         settings=TeamSettings(budget=BudgetConfig(max_tokens=50)),
     )
@@ -245,12 +240,11 @@ def test_failed_and_timed_out_children_are_results_not_crashes(
             },
         ]
     )
-    orch = Orchestrator(
+    orch = tree(
         model,
         root,
-        store=store,
-        registry=registry,
-        agent_factory=CodingAgents(),
+        store,
+        registry,
         model_for=model_for,
     )
     result = asyncio.run(asyncio.wait_for(orch.run("Try two workers."), 10))

@@ -12,8 +12,10 @@ project's xclaw.yaml), the bwrap sandbox (commands run without asking).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -190,9 +192,10 @@ def test_a_gateway_killed_mid_worker_resumes_the_tree_on_reconnect(
         assert store.get_session(sid).state == "success"  # type: ignore[union-attr]
 
 
-async def test_a_chat_peer_gets_the_team_too(root: Path, tmp_path: Path) -> None:
-    """The same assistant behind a chat channel (Telegram, against its fake Bot API): built
-    by the composition root `xclaw serve` uses, so the channel's sessions have the team."""
+@contextlib.asynccontextmanager
+async def _assistant(root: Path, tmp_path: Path) -> AsyncIterator[tuple[Any, Gateway]]:
+    """In this process, the gateway `xclaw serve` builds (the composition root), its
+    sessions' lead and workers on the two-delegation script."""
     lead = _team(
         root,
         tmp_path / "scripts",
@@ -204,24 +207,31 @@ async def test_a_chat_peer_gets_the_team_too(root: Path, tmp_path: Path) -> None
     assistant = build_assistant(resolve_config(root), root, overrides, store=store)
     gateway = Gateway(assistant.make_agent, store, workdir=root)
     try:
-        async with FakeTelegram(BOT_TOKEN, max_wait=0.5) as fake:
-            settings = TelegramSettings(
-                bot_token=SecretStr(BOT_TOKEN), base_url=fake.base_url, poll_timeout=5
-            )
-            adapter = TelegramAdapter(gateway, settings)
-            await adapter.start()
-            try:
-                await fake.user_says(PEER, "Greet, then review it.")
-                await fake.wait_for(PEER, "Written and reviewed.", wait=60)
-            finally:
-                await adapter.stop()
+        yield store, gateway
+    finally:
+        await gateway.close()
+        store.close()
+
+
+async def test_a_chat_peer_gets_the_team_too(root: Path, tmp_path: Path) -> None:
+    """The same assistant behind a chat channel (Telegram, against its fake Bot API): built
+    by the composition root `xclaw serve` uses, so the channel's sessions have the team."""
+    team = _assistant(root, tmp_path)
+    async with team as (store, gateway), FakeTelegram(BOT_TOKEN, max_wait=0.5) as fake:
+        settings = TelegramSettings(
+            bot_token=SecretStr(BOT_TOKEN), base_url=fake.base_url, poll_timeout=5
+        )
+        adapter = TelegramAdapter(gateway, settings)
+        await adapter.start()
+        try:
+            await fake.user_says(PEER, "Greet, then review it.")
+            await fake.wait_for(PEER, "Written and reviewed.", wait=60)
+        finally:
+            await adapter.stop()
         (session,) = [s for s in store.list_sessions(root=str(root)) if not s.parent_session_id]
         children = store.list_children(session.id)
         workers = [(c.meta["agents"]["worker"], c.state) for c in children]
         assert workers == [("coder", "success"), ("reviewer", "success")]
-    finally:
-        await gateway.close()
-        store.close()
 
 
 def test_a_routed_message_goes_to_the_workers_own_conversation(root: Path, tmp_path: Path) -> None:
@@ -287,19 +297,9 @@ async def test_the_web_ui_shows_the_workers_under_the_step_that_started_them(
 ) -> None:
     """In real Chromium: after the turn, the step tree holds each worker's child session
     (its name, its state, its own steps) inside the delegate step that started it."""
-    lead = _team(
-        root,
-        tmp_path / "scripts",
-        LEAD,
-        {"coder": [_deliver("greeting written")], "reviewer": [_deliver("looks right")]},
-    )
-    store = open_store()
-    overrides = Overrides(model=lead, sandbox="bwrap")
-    assistant = build_assistant(resolve_config(root), root, overrides, store=store)
-    gateway = Gateway(assistant.make_agent, store, workdir=root)
-    server = GatewayServer(create_app(gateway, GatewayAuth(token=TOKEN))).start()
-    try:
-        async with chromium() as browser:
+    async with _assistant(root, tmp_path) as (_store, gateway), chromium() as browser:
+        server = GatewayServer(create_app(gateway, GatewayAuth(token=TOKEN))).start()
+        try:
             page = await browser.new_page()
             await log_in(page, server, TOKEN)
             await expect(page.locator("#conn-status")).to_have_text("connected")
@@ -319,7 +319,5 @@ async def test_the_web_ui_shows_the_workers_under_the_step_that_started_them(
             # the session list holds the conversation, not its workers' sessions
             await expect(page.locator("#session-list li")).to_have_count(1)
             await page.screenshot(path=str(tmp_path / "step-tree.png"), full_page=True)
-    finally:
-        server.stop()
-        await gateway.close()
-        store.close()
+        finally:
+            server.stop()

@@ -226,19 +226,39 @@ def _outcome(spec: WorkerSpec, result: RunResult, timed_out: bool, parent: str) 
     )
 
 
+def _unknown_worker(ctx: TreeContext, worker: str) -> ChildOutcome:
+    return _failure(
+        worker,
+        None,
+        "WORKER_UNKNOWN",
+        f"There is no worker named {worker!r}.",
+        "Use one of: " + ", ".join(ctx.registry.names()),
+        "not_started",
+    )
+
+
+def _spent(ctx: TreeContext, spec: WorkerSpec, sid: str | None, verb: str) -> ChildOutcome | None:
+    """The refusal of a child when the tree's budget is spent (checked once admitted:
+    others may have spent it meanwhile); None while it lasts."""
+    spent = ctx.budget.exhausted()
+    if spent is None:
+        return None
+    return _failure(
+        spec.name,
+        sid,
+        "BUDGET_EXHAUSTED",
+        f"{spec.name} was not {verb}: {spent}.",
+        "Finish with what you have; the tree's budget is spent.",
+        "not_started",
+    )
+
+
 async def run_child(ctx: TreeContext, worker: str, task: str, key: str) -> ChildOutcome:
     """Run (or resume, or reuse) one child and return its outcome. ``key`` is
     ``CALL_ID|pattern|position``: the orchestrator call and the child's place in it."""
     spec = ctx.registry.get(worker)
     if spec is None:
-        return _failure(
-            worker,
-            None,
-            "WORKER_UNKNOWN",
-            f"There is no worker named {worker!r}.",
-            "Use one of: " + ", ".join(ctx.registry.names()),
-            "not_started",
-        )
+        return _unknown_worker(ctx, worker)
     sid = ctx.child_id(spec.name, key, task)
     existing = ctx.store.get_session(sid)
     if existing is not None and existing.state == "success":
@@ -247,16 +267,9 @@ async def run_child(ctx: TreeContext, worker: str, task: str, key: str) -> Child
             await _add_changes(ctx, outcome)
         return outcome
     async with ctx.semaphore:
-        spent = ctx.budget.exhausted()  # checked once admitted: others may have spent it
+        spent = _spent(ctx, spec, sid if existing else None, "started")
         if spent is not None:
-            return _failure(
-                spec.name,
-                sid if existing else None,
-                "BUDGET_EXHAUSTED",
-                f"{spec.name} was not started: {spent}.",
-                "Finish with what you have; the tree's budget is spent.",
-                "not_started",
-            )
+            return spent
         outcome = await _run_admitted(ctx, spec, task, sid, key, resume=existing is not None)
     if spec.workspace == "isolated" and outcome.session_id is not None:
         await _add_changes(ctx, outcome)
@@ -360,14 +373,7 @@ async def converse(ctx: TreeContext, worker: str, message: str) -> ChildOutcome:
     twice."""
     spec = ctx.registry.get(worker)
     if spec is None:
-        return _failure(
-            worker,
-            None,
-            "WORKER_UNKNOWN",
-            f"There is no worker named {worker!r}.",
-            "Use one of: " + ", ".join(ctx.registry.names()),
-            "not_started",
-        )
+        return _unknown_worker(ctx, worker)
     sid = conversation_id(ctx.parent_session, spec.name)
     existing = ctx.store.get_session(sid)
     known = {e.call_id for e in ctx.store.load_ledger(sid)} if existing is not None else set()
@@ -393,16 +399,9 @@ async def converse(ctx: TreeContext, worker: str, message: str) -> ChildOutcome:
         # asked again (the call run again after a crash of the parent): the answer it gave
         return _delivered(spec, sid, delivery_from_store(ctx.store, sid), reused=True)
     async with ctx.semaphore:
-        spent = ctx.budget.exhausted()
+        spent = _spent(ctx, spec, sid if existing else None, "asked")
         if spent is not None:
-            return _failure(
-                spec.name,
-                sid if existing else None,
-                "BUDGET_EXHAUSTED",
-                f"{spec.name} was not asked: {spent}.",
-                "Finish with what you have; the tree's budget is spent.",
-                "not_started",
-            )
+            return spent
         return await _drive_child(
             ctx,
             spec,
