@@ -30,9 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import json
 import os
-import secrets
 import signal
 import sqlite3
 import statistics
@@ -43,18 +41,16 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from fastapi import FastAPI
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gateway_load import (  # noqa: E402
-    NONCE,
-    TOKEN,
     Figures,
     cpu_ms,
+    floor_app,
     one_turn,
     open_session,
-    reply_chunks,
     run,
     serve_floor,
     serve_xclaw,
@@ -75,45 +71,15 @@ def durable_floor_app(deltas: int, db_path: Path) -> FastAPI:
         "CREATE TABLE IF NOT EXISTS turns (session TEXT, seq INTEGER, kind TEXT, text TEXT,"
         " PRIMARY KEY (session, seq))"
     )
+    seqs: dict[str, int] = {}
 
-    def commit(sid: str, seq: int, kind: str, text: str) -> None:
+    def commit(sid: str, kind: str, text: str) -> None:
+        seqs[sid] = seq = seqs.get(sid, 0) + 1
         db.execute("BEGIN IMMEDIATE")
         db.execute("INSERT INTO turns VALUES (?, ?, ?, ?)", (sid, seq, kind, text))
         db.execute("COMMIT")
 
-    app = FastAPI()
-
-    @app.websocket("/ws")
-    async def ws(websocket: WebSocket) -> None:
-        await websocket.accept()
-        if websocket.headers.get("authorization") != f"Bearer {TOKEN}":
-            await websocket.close(code=4401)
-            return
-        sid = f"floor-{secrets.token_hex(6)}"
-        await websocket.send_json({"type": "session", "sessionId": sid})
-        seq = 0
-        try:
-            while True:
-                content = str(json.loads(await websocket.receive_text()).get("content", ""))
-                found = NONCE.search(content)
-                nonce = found.group(0) if found else "nonce-missing"
-                seq += 3
-                commit(sid, seq - 2, "message", content)  # before the model is asked
-                first = {"type": "delta", "sessionId": sid, "text": "Reading the notes. "}
-                await websocket.send_json(first)
-                commit(sid, seq - 1, "result", "build: passing")  # before it is asked again
-                text = first["text"]
-                for piece in reply_chunks(nonce, deltas):
-                    await websocket.send_json({"type": "delta", "sessionId": sid, "text": piece})
-                    text += piece
-                    await asyncio.sleep(0)
-                commit(sid, seq, "reply", text)  # before the reply is sent
-                reply = {"type": "reply", "sessionId": sid, "text": text, "status": "completed"}
-                await websocket.send_json(reply)
-        except WebSocketDisconnect:
-            pass
-
-    return app
+    return floor_app(deltas, barrier=commit)
 
 
 def serve_durable_floor(root: Path, port_file: Path, deltas: int) -> None:

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,8 +116,13 @@ def serve_xclaw(root: Path, port_file: Path, deltas: int, sandbox: str | None) -
     run(GatewayServer(create_app(gateway, GatewayAuth(TOKEN)), log_level="warning"), port_file)
 
 
-def floor_app(deltas: int) -> FastAPI:
-    """The peer: the same frames over the same stack, nothing behind them."""
+Barrier = Callable[[str, str, str], None]  # (session, kind, text): a durable write
+
+
+def floor_app(deltas: int, barrier: Barrier | None = None) -> FastAPI:
+    """The peer: the same frames over the same stack, nothing behind them; with ``barrier``,
+    a write at each of the turn's three points a durable server must commit (before each
+    model call and before the reply)."""
     app = FastAPI()
 
     @app.websocket("/ws")
@@ -133,13 +138,19 @@ def floor_app(deltas: int) -> FastAPI:
                 frame = json.loads(await websocket.receive_text())
                 found = NONCE.search(str(frame.get("content", "")))
                 nonce = found.group(0) if found else "nonce-missing"
+                if barrier is not None:
+                    barrier(sid, "message", str(frame.get("content", "")))
                 first = {"type": "delta", "sessionId": sid, "text": "Reading the notes. "}
                 await websocket.send_json(first)
+                if barrier is not None:
+                    barrier(sid, "result", "build: passing")
                 text = first["text"]
                 for piece in reply_chunks(nonce, deltas):
                     await websocket.send_json({"type": "delta", "sessionId": sid, "text": piece})
                     text += piece
                     await asyncio.sleep(0)
+                if barrier is not None:
+                    barrier(sid, "reply", text)
                 reply = {"type": "reply", "sessionId": sid, "text": text, "status": "completed"}
                 await websocket.send_json(reply)
         except WebSocketDisconnect:

@@ -53,6 +53,19 @@ def _chat(url: str, stdin: str, *extra: str, token: str | None = TOKEN) -> str:
     return done.stdout
 
 
+def _chat_process(url: str) -> subprocess.Popen[str]:
+    """``xclaw chat`` left running, for a test that types into it while it works."""
+    env = {**os.environ, "NO_COLOR": "1", "XCLAW_GATEWAY_TOKEN": TOKEN}
+    return subprocess.Popen(
+        [*XCLAW, "chat", "--url", url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
 def test_chat_prints_deltas_and_asks_the_approval_here(root: Path) -> None:
     with serving(root, [EXEC, f"It printed {MARK}."]) as server:
         out = _chat(server.ws_url, "run the check\ny\n")
@@ -127,15 +140,7 @@ def test_ctrl_c_stops_the_turn_and_the_chat_goes_on(root: Path) -> None:
         ],
     }
     with serving(root, [slow, "after the stop"]) as server:
-        env = {**os.environ, "NO_COLOR": "1", "XCLAW_GATEWAY_TOKEN": TOKEN}
-        proc = subprocess.Popen(
-            [*XCLAW, "chat", "--url", server.ws_url],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
+        proc = _chat_process(server.ws_url)
         assert proc.stdin is not None
         proc.stdin.write("wait\ny\nnext\n")
         proc.stdin.flush()
@@ -185,15 +190,7 @@ def test_end_of_input_at_an_approval_denies(root: Path) -> None:
 
 def test_an_approval_settled_elsewhere_stops_asking(root: Path) -> None:
     with serving(root, [EXEC, "Timed out.", "later"], approval_timeout=1.0) as server:
-        env = {**os.environ, "NO_COLOR": "1", "XCLAW_GATEWAY_TOKEN": TOKEN}
-        proc = subprocess.Popen(
-            [*XCLAW, "chat", "--url", server.ws_url],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
+        proc = _chat_process(server.ws_url)
         assert proc.stdin is not None
         proc.stdin.write("run it\n")
         proc.stdin.flush()

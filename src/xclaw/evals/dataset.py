@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from xclaw.core.errors import ConfigError
+from xclaw.core.validation import validation_detail
 
 _CASE_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 Argv = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
@@ -176,10 +177,7 @@ def load_dataset(path: Path) -> LoadedDataset:
     try:
         dataset = Dataset.model_validate(raw)
     except ValidationError as err:
-        problems = "; ".join(
-            f"{'.'.join(str(x) for x in e['loc']) or '(file)'}: {e['msg']}"
-            for e in err.errors(include_url=False, include_input=False)
-        )
+        problems = validation_detail(err, "(file)")
         raise ConfigError(
             f"The dataset {path} is invalid: {problems}",
             code="EVAL_DATASET_INVALID",

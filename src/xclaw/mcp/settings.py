@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from xclaw.core.errors import ConfigError
+from xclaw.core.validation import validation_detail
 from xclaw.redact import is_secret_field, is_secret_name, register_secret, register_secrets
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -121,10 +122,7 @@ def parse_server(name: str, raw: object, where: str) -> StdioServer | HttpServer
     try:
         server = _SERVER.validate_python(data)
     except ValidationError as err:
-        detail = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(server)'}: {e['msg']}"
-            for e in err.errors(include_url=False, include_input=False)
-        )
+        detail = validation_detail(err, "(server)")
         raise ConfigError(
             f"{where}: MCP server {name!r} is invalid: {detail}",
             code="MCP_CONFIG_INVALID",
@@ -167,10 +165,7 @@ def serve_settings(section: Mapping[str, Any]) -> ServeSettings:
     try:
         return ServeSettings.model_validate(section.get("serve") or {})
     except ValidationError as err:
-        detail = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(serve)'}: {e['msg']}"
-            for e in err.errors(include_url=False, include_input=False)
-        )
+        detail = validation_detail(err, "(serve)")
         raise ConfigError(
             f"xclaw.yaml: mcp.serve is invalid: {detail}",
             code="MCP_CONFIG_INVALID",

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from xclaw.core.errors import ConfigError
+from xclaw.core.validation import validation_detail
 
 XCLAW_MANIFEST = "xclaw.plugin.json"
 OPENCLAW_MANIFEST = "openclaw.plugin.json"
@@ -77,10 +78,7 @@ def read_manifest(path: Path) -> PluginManifest:
     try:
         manifest = PluginManifest.model_validate(data)
     except ValidationError as err:
-        detail = "; ".join(
-            f"{'.'.join(str(x) for x in e['loc']) or '(root)'}: {e['msg']}"
-            for e in err.errors(include_url=False, include_input=False)
-        )
+        detail = validation_detail(err, "(root)")
         raise ConfigError(
             f"{path} is not a valid plugin manifest: {detail}",
             code="PLUGIN_MANIFEST",

@@ -18,11 +18,11 @@ from typing import Any
 
 _BOUNDS: tuple[str, ...] = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _BOUNDS += ("minLength", "maxLength", "minItems", "maxItems")
-_WHOLE_CALL = "(arguments)"  # describe_validation_error's name for the call as a whole
+_WHOLE_CALL = "(arguments)"  # validation_detail's name for the call as a whole
 
 
 def explain(schema: dict[str, Any], detail: str) -> tuple[dict[str, Any], str]:
-    """The bad fields of ``detail`` (``describe_validation_error``'s ``field: message; ...``)
+    """The bad fields of ``detail`` (``validation_detail``'s ``field: message; ...``)
     as compact data, and a sentence saying what each takes. ``accepted`` and ``required``
     (field names only) are added when a field is unknown or the call is not an object."""
     fields: list[dict[str, Any]] = []

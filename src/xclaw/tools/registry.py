@@ -15,6 +15,7 @@ from xclaw.core.errors import ToolError
 from xclaw.core.messages import ToolCallPart, ToolResult
 from xclaw.core.state import RunControl
 from xclaw.core.tooling import OutputSink, PreparedCall, ToolSpec
+from xclaw.core.validation import validation_detail
 from xclaw.tools.base import Tool, ToolContext, Workspace
 from xclaw.tools.output import cap_result
 
@@ -55,14 +56,6 @@ class ToolRegistry:
         return BoundToolbox(self, workspace, session_id=session_id, control=control)
 
 
-def describe_validation_error(err: ValidationError) -> str:
-    parts = []
-    for e in err.errors(include_url=False, include_input=False):
-        loc = ".".join(str(x) for x in e["loc"]) or "(arguments)"
-        parts.append(f"{loc}: {e['msg']}")
-    return "; ".join(parts)
-
-
 class BoundToolbox:
     """The registry bound to one run's workspace; implements ``core.tooling.Toolbox``."""
 
@@ -97,7 +90,7 @@ class BoundToolbox:
         try:
             args = t.args_model.model_validate(call.arguments)
         except ValidationError as err:
-            return _invalid(t, describe_validation_error(err))
+            return _invalid(t, validation_detail(err, "(arguments)"))
         key = call.name + json.dumps(call.arguments, sort_keys=True, default=str)
         return PreparedCall(call, t.spec, args, key, access=t.access(args), extra={"tool": t})
 

@@ -18,7 +18,7 @@ function addTurn(role, markdown) {
   message.appendChild(content);
   article.appendChild(message);
   $('#thread').appendChild(article);
-  return { article, content };
+  return { turn: article, content };
 }
 
 function addActionBar(article, markdown) {
@@ -55,7 +55,7 @@ function showStop(generating) {
   if (send) send.hidden = generating;
 }
 
-async function showBannerUntilCleared(text) {
+async function showBannerUntilCleared(_turn, text) {
   await api('/backend-api/banner', { banner: text });
   const banner = document.createElement('div');
   banner.setAttribute('role', 'alert');
@@ -87,91 +87,8 @@ function showError(article, reply) {
   $('#banner-slot').appendChild(box);
 }
 
-async function play(reply) {
-  const { article, content } = addTurn('assistant', '');
-  showStop(true);
-  if (reply.thinking) {
-    // A preamble that looks finished: text still, stop button gone, an action bar flashing.
-    content.innerHTML = renderMarkdown(reply.thinking);
-    await sleep(150);
-    showStop(false);
-    const flash = addActionBar(article, reply.thinking);
-    await sleep(60);
-    flash.remove();
-    await sleep(900);
-    showStop(true);
-    content.innerHTML = '';
-  }
-  const half = Math.floor(reply.text.length / 2);
-  let shown = 0;
-  while (shown < reply.text.length) {
-    const halfway = shown >= half || shown + reply.chunk >= reply.text.length;
-    if (reply.banner && halfway) {
-      await showBannerUntilCleared(reply.banner);
-      reply.banner = null;
-    }
-    if (reply.error && halfway) {
-      showStop(false);
-      showError(article, reply);
-      return;
-    }
-    if (reply.endless && halfway) return; // the stop button stays; nothing more ever comes
-    if (reply.cut_ms && halfway) {
-      // A stall: the text stands still and the stop button is gone, then it goes on.
-      showStop(false);
-      await sleep(reply.cut_ms);
-      showStop(true);
-      reply.cut_ms = 0;
-    }
-    shown = Math.min(reply.text.length, shown + reply.chunk);
-    content.innerHTML = renderMarkdown(reply.text.slice(0, shown));
-    await sleep(reply.interval_ms);
-  }
-  showStop(false);
-  if (config.variant !== 'no_action_bar') addActionBar(article, reply.text);
-}
-
-// The editor's text the way an editor model serialises it: the inline run before the first
-// block is line one, every block after it one more line (a block holding only <br> is empty).
-function composerText() {
-  const editor = $('#prompt-textarea') || $('.composer-next') || $('.editor-v2');
-  const lines = [''];
-  for (const node of editor.childNodes) {
-    if (node.nodeType === Node.ELEMENT_NODE && /^(DIV|P)$/.test(node.tagName)) {
-      lines.push(node.textContent);
-    } else if (node.nodeType === Node.ELEMENT_NODE && node.tagName === 'BR') {
-      lines.push('');
-    } else {
-      lines[lines.length - 1] += node.textContent;
-    }
-  }
-  return lines.join('\n');
-}
-
-function clearComposer() {
-  const editor = $('#prompt-textarea') || $('.composer-next') || $('.editor-v2');
-  editor.textContent = '';
-}
-
-async function submit() {
-  const text = composerText();
-  if (busy || !text.trim()) return;
-  busy = true;
-  clearComposer();
-  addTurn('user', text);
-  showStop(true);
-  const attachments = pendingFiles.map((file) => file.name);
-  pendingFiles = [];
-  $('#attachments').textContent = '';
-  const response = await api('/backend-api/conversation',
-    { conversation_id: conversationId, text, attachments });
-  if (response.status === 401) { location.href = '/auth/login'; return; }
-  conversationId = response.body.conversation_id;
-  if (location.pathname !== '/c/' + conversationId) {
-    history.pushState({}, '', '/c/' + conversationId);
-  }
-  await play(response.body.reply);
-  busy = false;
+function editor() {
+  return $('#prompt-textarea') || $('.composer-next') || $('.editor-v2');
 }
 
 function renderRenamedComposer(slot) {
@@ -270,22 +187,6 @@ function openMenu() {
       menu.appendChild(el);
     }
   }, 30);
-}
-
-async function loadConversation(id) {
-  const response = await api('/backend-api/conversation/' + id);
-  if (response.status !== 200) {
-    history.replaceState({}, '', '/');
-    return;
-  }
-  conversationId = id;
-  for (const message of response.body.messages) {
-    const turn = addTurn(message.role, message.text);
-    if (message.endless) showStop(true); // still running on the server: it never finishes
-    else if (message.role === 'assistant' && config.variant !== 'no_action_bar') {
-      addActionBar(turn.article, message.text);
-    }
-  }
 }
 
 async function main() {

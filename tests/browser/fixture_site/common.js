@@ -1,6 +1,9 @@
 // What both stand-in pages share (loaded before each site's app.js; classic scripts share
-// their top-level names): page state, fetch helpers, the small Markdown renderer and the copy
-// button's behaviours. The labels the pages draw are each site's own (COPY_CODE_LABEL).
+// their top-level names): page state, fetch helpers, the small Markdown renderer, the copy
+// button's behaviours, playing a scripted reply, the composer's text, sending and reloading a
+// conversation. Each site's app.js draws its own markup: addTurn (returns {turn, content}),
+// addActionBar, showStop, showBannerUntilCleared(turn, text), showError(turn, reply), editor(),
+// and the labels (COPY_CODE_LABEL).
 'use strict';
 
 const $ = (selector, root = document) => root.querySelector(selector);
@@ -67,4 +70,100 @@ function copyText(markdown) {
     document.removeEventListener('copy', handler);
   }
   // 'broken': the button does nothing; the adapter must read the DOM instead.
+}
+
+async function play(reply) {
+  const { turn, content } = addTurn('assistant', '');
+  showStop(true);
+  if (reply.thinking) {
+    // A preamble that looks finished: text still, stop button gone, an action bar flashing.
+    content.innerHTML = renderMarkdown(reply.thinking);
+    await sleep(150);
+    showStop(false);
+    const flash = addActionBar(turn, reply.thinking);
+    await sleep(60);
+    flash.remove();
+    await sleep(900);
+    showStop(true);
+    content.innerHTML = '';
+  }
+  const half = Math.floor(reply.text.length / 2);
+  let shown = 0;
+  while (shown < reply.text.length) {
+    const halfway = shown >= half || shown + reply.chunk >= reply.text.length;
+    if (reply.banner && halfway) {
+      await showBannerUntilCleared(turn, reply.banner);
+      reply.banner = null;
+    }
+    if (reply.error && halfway) {
+      showStop(false);
+      showError(turn, reply);
+      return;
+    }
+    if (reply.endless && halfway) return; // the stop button stays; nothing more ever comes
+    if (reply.cut_ms && halfway) {
+      showStop(false); // a stall: text still, stop button gone, then it goes on
+      await sleep(reply.cut_ms);
+      showStop(true);
+      reply.cut_ms = 0;
+    }
+    shown = Math.min(reply.text.length, shown + reply.chunk);
+    content.innerHTML = renderMarkdown(reply.text.slice(0, shown));
+    await sleep(reply.interval_ms);
+  }
+  showStop(false);
+  if (config.variant !== 'no_action_bar') addActionBar(turn, reply.text);
+}
+
+// The editor's text the way an editor model serialises it (one line per block).
+function composerText() {
+  const lines = [''];
+  for (const node of editor().childNodes) {
+    if (node.nodeType === Node.ELEMENT_NODE && /^(DIV|P)$/.test(node.tagName)) {
+      lines.push(node.textContent);
+    } else if (node.nodeType === Node.ELEMENT_NODE && node.tagName === 'BR') {
+      lines.push('');
+    } else {
+      lines[lines.length - 1] += node.textContent;
+    }
+  }
+  return lines.join('\n');
+}
+
+async function submit() {
+  const text = composerText();
+  if (busy || !text.trim()) return;
+  busy = true;
+  editor().textContent = '';
+  addTurn('user', text);
+  showStop(true);
+  const attachments = pendingFiles.map((file) => file.name);
+  pendingFiles = [];
+  const list = $('#attachments');
+  if (list) list.textContent = '';
+  const response = await api('/backend-api/conversation',
+    { conversation_id: conversationId, text, attachments });
+  if (response.status === 401) { location.href = '/auth/login'; return; }
+  conversationId = response.body.conversation_id;
+  if (location.pathname !== '/c/' + conversationId) {
+    history.pushState({}, '', '/c/' + conversationId);
+  }
+  await play(response.body.reply);
+  busy = false;
+}
+
+async function loadConversation(id) {
+  const response = await api('/backend-api/conversation/' + id);
+  if (response.status !== 200) {
+    history.replaceState({}, '', '/');
+    return;
+  }
+  conversationId = id;
+  for (const message of response.body.messages) {
+    const turn = addTurn(message.role, message.text);
+    if (message.endless) showStop(true); // still running on the server: it never finishes
+    else if (message.role === 'assistant' && config.variant !== 'no_action_bar') {
+      addActionBar(turn.turn, message.text);
+    }
+  }
 }
