@@ -13,11 +13,12 @@ it is asked again, the reply before it is sent), one small row per commit, with 
 ``--sessions`` sessions per round and sends ``--turns`` messages on each, one turn at a time,
 waiting for each reply.
 
-Figure: the server process's CPU time (user + system, from ``/proc/<pid>/stat``) over a round
-divided by its turns. CPU time, not wall time: it holds when other processes share the
-cores. Rounds alternate between the servers; the median round is shown, with the spread.
-The ratios printed are ours/peer; the target, against the bare floor, is at most 2x. The
-durable floor is not the target's peer: it shows how much of the gap the commits alone are.
+Figure: the server process's CPU time (its threads' run time in nanoseconds, from
+``/proc/<pid>/task/*/schedstat``) over a round divided by its turns. CPU time, not wall
+time: it holds when other processes share the cores. Rounds alternate between the servers;
+the median round is shown, with the spread. The ratios printed are ours/peer; the target,
+against the bare floor, is at most 2x. The durable floor is not the target's peer: it shows
+how much of the gap the commits alone are.
 
 ``--profile FILE`` runs the gateway under cProfile and writes its stats to FILE when it stops
 (read with ``python -m pstats FILE``); the CPU figures of such a run include the profiler.
@@ -54,6 +55,7 @@ from gateway_load import (  # noqa: E402
     run,
     serve_floor,
     serve_xclaw,
+    server_threads,
     spawn_server,
     warm_up,
 )
@@ -112,11 +114,13 @@ async def one_round(url: str, pid: int, sessions: int, turns: int, wait: float) 
     """CPU ms per turn of one round: ``sessions`` opened first, then their turns in turn."""
     opened = [await open_session(url) for _ in range(sessions)]
     out = Figures()
-    before = cpu_ms(pid)
+    threads, before = server_threads(pid), cpu_ms(pid)
     for _ in range(turns):
         for s in opened:
             await one_turn(s, 0.0, out, wait)
     spent = cpu_ms(pid) - before
+    if server_threads(pid) != threads:
+        raise RuntimeError("a server thread started or ended during the round: CPU not whole")
     for s in opened:
         await s.ws.close()
         if s.reader is not None:

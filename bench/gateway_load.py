@@ -13,8 +13,8 @@ send -> first ``delta`` frame (TTFD) and send -> ``reply``.
 Isolation: a frame naming another session is counted as foreign, and every streamed reply
 must quote the nonce its own client just sent and no other ("wrong text"); both must be 0.
 Also printed: the server's VmRSS growth per live session (connected, one turn done) and its
-CPU time per turn (user + system, from /proc: the figure that holds when other processes share
-the cores; latencies on a busy machine do not).
+CPU time per turn (its threads' run time, from /proc: the figure that holds when other
+processes share the cores; latencies on a busy machine do not).
 
 Peer, same run, same client, same ``GatewayServer`` runner: a "floor" server, a bare FastAPI
 WebSocket endpoint that checks the token and streams the same frames with no agent, store or
@@ -119,10 +119,60 @@ def serve_xclaw(root: Path, port_file: Path, deltas: int, sandbox: str | None) -
 Barrier = Callable[[str, str, str], None]  # (session, kind, text): a durable write
 
 
+def usage_event(tool_calls: int) -> dict[str, Any]:
+    """The footer's event after each model answer, as xclaw's gateway sends it."""
+    payload = {"model": "scripted-stream", "input_tokens": None, "output_tokens": None}
+    return {
+        "type": "model.message_complete",
+        "payload": {**payload, "cost_usd": None, "tool_calls": tool_calls},
+    }
+
+
+def step_events(tool_calls: int) -> list[dict[str, Any]]:
+    """The frames of the turn's first model answer and its fs.read step, as xclaw's gateway
+    streams them (the web UI's step tree is drawn from them)."""
+    data = {
+        "path": "notes.txt",
+        "content": "     1\tbuild: passing",
+        "start_line": 1,
+        "end_line": 1,
+        "total_lines": 1,
+        "has_more": False,
+        "next_start_line": None,
+    }
+    call = {"callId": "call_1"}
+    return [
+        usage_event(tool_calls),
+        {
+            "type": "tool.proposed",
+            **call,
+            "payload": {"name": "fs.read", "arguments": {"path": "notes.txt"}},
+        },
+        {
+            "type": "tool.started",
+            **call,
+            "payload": {"name": "fs.read", "risk": "read", "decision": "allow"},
+        },
+        {
+            "type": "tool.completed",
+            **call,
+            "payload": {
+                "name": "fs.read",
+                "ok": True,
+                "error_code": None,
+                "message": "Read notes.txt: lines 1-1 of 1.",
+                "duration_ms": 0.1,
+                "data": data,
+            },
+        },
+    ]
+
+
 def floor_app(deltas: int, barrier: Barrier | None = None) -> FastAPI:
-    """The peer: the same frames over the same stack, nothing behind them; with ``barrier``,
-    a write at each of the turn's three points a durable server must commit (before each
-    model call and before the reply)."""
+    """The peer: the same frames over the same stack (the deltas, the tool step's events, the
+    usage events and the reply), nothing behind them; with ``barrier``, a write at each of
+    the turn's three points a durable server must commit (before each model call and before
+    the reply)."""
     app = FastAPI()
 
     @app.websocket("/ws")
@@ -142,6 +192,8 @@ def floor_app(deltas: int, barrier: Barrier | None = None) -> FastAPI:
                     barrier(sid, "message", str(frame.get("content", "")))
                 first = {"type": "delta", "sessionId": sid, "text": "Reading the notes. "}
                 await websocket.send_json(first)
+                for event in step_events(1):  # the tool step, as xclaw shows it live
+                    await websocket.send_json({"sessionId": sid, "type": "event", "event": event})
                 if barrier is not None:
                     barrier(sid, "result", "build: passing")
                 text = first["text"]
@@ -149,6 +201,8 @@ def floor_app(deltas: int, barrier: Barrier | None = None) -> FastAPI:
                     await websocket.send_json({"type": "delta", "sessionId": sid, "text": piece})
                     text += piece
                     await asyncio.sleep(0)
+                usage = {"sessionId": sid, "type": "event", "event": usage_event(0)}
+                await websocket.send_json(usage)
                 if barrier is not None:
                     barrier(sid, "reply", text)
                 reply = {"type": "reply", "sessionId": sid, "text": text, "status": "completed"}
@@ -248,9 +302,17 @@ def rss_kib(pid: int) -> int:
 
 
 def cpu_ms(pid: int) -> float:
-    """User + system CPU time of ``pid`` so far: robust to other load on the machine."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    """CPU time of ``pid``'s threads so far (robust to other load on the machine): the
+    kernel's exact run time of each (``schedstat``, in nanoseconds; ``stat``'s user + system
+    come in ticks of 10 ms, too coarse for a round of a fraction of a second). A thread that
+    exits takes its time with it: the servers here run one thread (``server_threads``)."""
+    tasks = Path(f"/proc/{pid}/task")
+    return sum(int((t / "schedstat").read_text().split()[0]) for t in tasks.iterdir()) / 1e6
+
+
+def server_threads(pid: int) -> frozenset[str]:
+    """The thread ids of ``pid``: the same before and after a round, or its CPU is not whole."""
+    return frozenset(t.name for t in Path(f"/proc/{pid}/task").iterdir())
 
 
 @dataclass

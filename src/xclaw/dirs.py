@@ -6,11 +6,16 @@ import os
 from pathlib import Path
 
 
-def data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    path = Path(base) / "xclaw"
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+def _made(path: Path) -> Path:
+    """``path``, created owner-only if missing (one stat when it exists: this runs per turn)."""
+    if not os.path.isdir(path):
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
+
+
+def data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    return _made(Path(base, "xclaw"))
 
 
 def config_dir() -> Path:
@@ -20,9 +25,7 @@ def config_dir() -> Path:
 
 def run_output_dir(session_id: str) -> Path:
     """Full tool output of one run (the model only sees head and tail)."""
-    path = data_dir() / "runs" / session_id / "output"
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return path
+    return _made(Path(data_dir(), "runs", session_id, "output"))
 
 
 def cache_dir() -> Path:

@@ -419,3 +419,25 @@ async def test_unknown_session_is_coded(root: Path, store: SqliteStore | Postgre
     with pytest.raises(ConfigError) as err:
         await agent.resume("no-such-session")
     assert err.value.code == "SESSION_NOT_FOUND"
+
+
+async def test_checkpoints_count_on_across_follow_ups(
+    root: Path, store: SqliteStore | PostgresStore
+) -> None:
+    """A chat of short turns: each message is a write and a reply (two model turns); with
+    ``checkpoint_every=4`` a checkpoint lands every fourth turn of the session, also when a
+    new agent (another process) takes the session over, not one per message."""
+    script: list[dict[str, Any] | str] = []
+    for turn in _write_turns(6):
+        script += [turn, "written"]
+    model = ScriptedModel(script)
+    agent = Agent(model, root, store=store, checkpoint_every=4, evidence_gate_enabled=False)
+    first = await agent.run("write a file")
+    sid = first.session_id
+    for _ in range(2):
+        assert (await agent.follow_up(sid, "one more")).status == "completed"
+    assert _checkpoint_turns(store, sid) == [5]  # turns 1, 3, 5: tools ran; 5 - 0 >= 4
+    taken_over = Agent(model, root, store=store, checkpoint_every=4, evidence_gate_enabled=False)
+    for _ in range(3):
+        assert (await taken_over.follow_up(sid, "one more")).status == "completed"
+    assert _checkpoint_turns(store, sid) == [5, 9]  # 7 - 5 < 4, 9 - 5 >= 4, 11 - 9 < 4

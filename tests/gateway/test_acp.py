@@ -82,3 +82,44 @@ def test_acp_message_fields() -> None:
     assert msg.id and msg.timestamp > 0 and msg.parent_session_id is None
     with pytest.raises(ValueError):
         AcpMessage(channel="", content="x", caller="c")
+
+
+def test_relayed_event_bodies_are_what_a_json_round_trip_gives() -> None:
+    """The relay makes event payloads JSON-safe in one walk: the same as
+    ``json.loads(json.dumps(body, default=str))``, tuples, paths, enums and odd keys included,
+    and a payload already plain comes back equal."""
+    import enum
+    import json
+    from pathlib import Path
+
+    from xclaw.gateway.gateway import _plain
+
+    class Risk(enum.StrEnum):
+        READ = "read"
+
+    class Count(enum.IntEnum):
+        ONE = 1
+
+    class Opaque:
+        def __str__(self) -> str:
+            return "opaque"
+
+    body = {
+        "type": "tool.completed",
+        "payload": {
+            "argv": ("ls", "-l"),
+            "path": Path("/proj/a.txt"),
+            "risk": Risk.READ,
+            "count": Count.ONE,
+            "ok": True,
+            "none": None,
+            "ratio": 0.25,
+            "nested": [{"deep": (Path("b"), Opaque())}],
+            7: "int key",
+            None: "none key",
+            2.5: "float key",
+        },
+    }
+    assert _plain(body) == json.loads(json.dumps(body, default=str))
+    plain = {"type": "x", "payload": {"a": [1, "b", {"c": None}]}}
+    assert _plain(plain) == plain

@@ -5,6 +5,7 @@ that can neither launch nor run a command."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from xclaw.core.messages import ToolCallPart
 from xclaw.core.sandbox import Mode, Sandbox, sandbox_from
@@ -48,6 +49,24 @@ def test_an_agent_takes_a_sandbox_a_factory_or_none() -> None:
     first, second = sandbox_from(factory), sandbox_from(factory)
     assert (first, second) == (made[0], made[1]) and first is not second  # one per run
     assert sandbox_from(None) is None  # the workspace chooses
+
+
+def test_the_sandbox_check_is_remembered_only_for_classes_that_define_it() -> None:
+    """``sandbox_from`` remembers the protocol check per class; objects that hold the members
+    as their own attributes (a namespace) are checked each time."""
+    from xclaw.core.sandbox import _is_sandbox
+
+    holding = SimpleNamespace(mode="host", close=HostSandbox().close)
+    assert sandbox_from(holding) is holding  # a sandbox: given back as it is
+    assert not _is_sandbox(SimpleNamespace())  # the same class, not a sandbox
+    assert _is_sandbox(OnlyAMode()) and _is_sandbox(OnlyAMode())  # remembered, still right
+    made: list[HostSandbox] = []
+
+    def make() -> HostSandbox:
+        made.append(HostSandbox())
+        return made[-1]
+
+    assert sandbox_from(make) is made[0] and sandbox_from(make) is made[1]  # factories
 
 
 async def test_a_sandbox_that_starts_nothing_is_refused_with_a_code(root: Path) -> None:

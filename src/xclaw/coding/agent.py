@@ -122,6 +122,7 @@ class Agent:
         self.caller = caller
         self.session_meta = dict(session_meta or {})
         self._transcripts: dict[str, LiveTranscript] = {}  # see _continue
+        self._checkpointed: dict[str, int] = {}  # session -> turn of its last checkpoint
         self._view: tuple[tuple[Path, Path], RequestView] | None = None  # see _relative_paths
 
     async def run(
@@ -399,7 +400,16 @@ class Agent:
         hooks = self.hooks.merged(
             Hooks(
                 before_model_call=self._context_hooks() + self._conversation_hooks(),
-                after_tools=[checkpoint_hook(workspace, self.checkpoint_every)],
+                after_tools=[
+                    checkpoint_hook(
+                        workspace,
+                        self.checkpoint_every,
+                        since=self._since(state),
+                        on_checkpoint=lambda turn: self._checkpointed.update(
+                            {state.session_id: turn}
+                        ),
+                    )
+                ],
                 # last, so what other views add (memories, skills) is covered too
                 request_view=[self._relative_paths(workspace)],
             )
@@ -438,6 +448,20 @@ class Agent:
             if workspace.sandbox is not None and not kept:
                 await workspace.sandbox.close()
         return replace(result, changed_files=list(workspace.changed_files), kept_processes=kept)
+
+    def _since(self, state: RunState) -> int:
+        """The turn of the session's last checkpoint (0 for a new session), where the count of
+        ``checkpoint_every`` goes on from: as this agent last wrote it, else from the store."""
+        if self.store is None or state.turn == 0:
+            return 0
+        known = self._checkpointed.get(state.session_id)
+        if known is None:
+            cp = self.store.latest_checkpoint(state.session_id)
+            known = cp.turn if cp is not None else 0
+            if len(self._checkpointed) >= 4 * KEPT_SESSIONS:
+                self._checkpointed.clear()
+            self._checkpointed[state.session_id] = known
+        return min(known, state.turn)  # a rollback may have gone back before it
 
     def _relative_paths(self, workspace: Workspace) -> RequestView:
         """The relative-paths view, kept across runs: a message of the kept history is

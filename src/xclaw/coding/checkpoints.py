@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from xclaw.core.hooks import AfterTools
@@ -34,9 +35,18 @@ def build_checkpoint(state: RunState, workspace: Workspace) -> dict[str, Any]:
     }
 
 
-def checkpoint_hook(workspace: Workspace, every: int) -> AfterTools:
-    """Record a checkpoint every ``every`` model turns."""
-    last = {"turn": 0}
+def checkpoint_hook(
+    workspace: Workspace,
+    every: int,
+    *,
+    since: int = 0,
+    on_checkpoint: Callable[[int], None] | None = None,
+) -> AfterTools:
+    """Record a checkpoint every ``every`` model turns of the session, counted from turn
+    ``since`` (its last checkpoint: a follow-up or a resume goes on counting, so a chat of
+    short turns is not checkpointed at each message); ``on_checkpoint`` is told each turn
+    checkpointed."""
+    last = {"turn": since}
 
     def hook(state: RunState, records: list[ToolCallRecord]) -> None:
         compacted = state.extra.get("checkpoints") or []
@@ -47,6 +57,8 @@ def checkpoint_hook(workspace: Workspace, every: int) -> AfterTools:
         if state.turn - last["turn"] >= every:
             last["turn"] = state.turn
             state.recorder.checkpoint(state, build_checkpoint(state, workspace))
+            if on_checkpoint is not None:
+                on_checkpoint(state.turn)
 
     return hook
 

@@ -104,16 +104,18 @@ def relative_paths_view(roots: Iterable[Path]) -> RequestView:
 
     def view(state: RunState, messages: Sequence[Message]) -> Sequence[Message]:
         out: list[Message] = []
-        kept: dict[int, tuple[Message, Message]] = {}
         for message in messages:
             known = seen.get(id(message))
-            shown = known[1] if known is not None and known[0] is message else None
-            if shown is None:
-                shown = rewriter.message(message)
-            kept[id(message)] = (message, shown)
+            if known is not None and known[0] is message:
+                out.append(known[1])
+                continue
+            shown = rewriter.message(message)
+            seen[id(message)] = (message, shown)  # the message is held: its id stays its own
             out.append(shown)
-        seen.clear()
-        seen.update(kept)
+        if len(seen) > 2 * len(messages) + 64:  # dropped by a compaction or a rollback
+            current = {id(m) for m in messages}
+            for key in [k for k in seen if k not in current]:
+                del seen[key]
         return out
 
     return view

@@ -11,7 +11,7 @@ one per session, without importing a backend.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, TypeGuard, cast, runtime_checkable
 
 __all__ = ["Mode", "Sandbox", "SandboxFactory", "SandboxSource", "sandbox_from"]
 
@@ -38,6 +38,22 @@ SandboxSource: TypeAlias = Sandbox | SandboxFactory | None
 
 def sandbox_from(source: SandboxSource) -> Sandbox | None:
     """The sandbox ``source`` gives one session: itself, a new one from the factory, or None."""
-    if source is None or isinstance(source, Sandbox):
+    if source is None or _is_sandbox(source):
         return source
-    return source()
+    return cast(SandboxFactory, source)()
+
+
+_SANDBOX_TYPES: dict[type, bool] = {}
+
+
+def _is_sandbox(source: object) -> TypeGuard[Sandbox]:
+    """``isinstance(source, Sandbox)``, remembered per class that defines the members itself
+    (a protocol check walks every member each time, and this runs once a turn); an object
+    holding them as its own attributes is checked each time."""
+    kind = type(source)
+    known = _SANDBOX_TYPES.get(kind)
+    if known is None:
+        known = isinstance(source, Sandbox)
+        if hasattr(kind, "mode") and hasattr(kind, "close"):
+            _SANDBOX_TYPES[kind] = known
+    return known

@@ -22,6 +22,7 @@ import getpass
 import hashlib
 import json
 import logging
+import math
 import re
 import secrets
 import time
@@ -576,6 +577,28 @@ def _usage(live: LiveSession, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _plain(body: dict[str, Any]) -> dict[str, Any]:
-    """JSON-safe (payloads may hold tuples, paths): round-trip through str where needed."""
-    plain: dict[str, Any] = json.loads(json.dumps(body, default=str))
+    """JSON-safe (payloads may hold tuples, paths): what ``json.dumps(default=str)`` would
+    give back once loaded, made in one walk that copies only what must change (this runs for
+    every relayed event; the JSON round trip was a third of the relay's time)."""
+    plain: dict[str, Any] = _json_safe(body)
     return plain
+
+
+def _json_safe(value: Any) -> Any:
+    if value is None or type(value) in (str, int, bool):
+        return value
+    if type(value) is float:
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        return {_json_key(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, str | int | float):  # subclasses (enums): their plain value
+        return json.loads(json.dumps(value, default=str))
+    return str(value)
+
+
+def _json_key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    return json.dumps(key) if isinstance(key, int | float | bool) or key is None else str(key)

@@ -101,6 +101,12 @@ class BwrapOptions:
     identity: dict[str, str] = field(default_factory=dict)  # GIT_AUTHOR_NAME ... for commits
 
 
+@functools.lru_cache(maxsize=4)
+def _which_bwrap(_path_var: str) -> str | None:
+    """``bwrap`` on ``PATH`` (keyed by its value): one scan per PATH, not one per session."""
+    return shutil.which("bwrap")
+
+
 class BwrapSandbox:
     """Implements ``LocalSandbox``; one per session (it owns the session's network)."""
 
@@ -110,7 +116,7 @@ class BwrapSandbox:
         self.options = options or BwrapOptions()
         if not self.options.identity:
             self.options.identity = git_identity()
-        self.bwrap = bwrap or shutil.which("bwrap") or "bwrap"
+        self.bwrap = bwrap or _which_bwrap(os.environ.get("PATH", "")) or "bwrap"
         self.network = SessionNetwork(self.bwrap, run_as=self.options.run_as)
         self._system_cache: dict[tuple[str, str, str], tuple[list[str], list[Path]]] = {}
 

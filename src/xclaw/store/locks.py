@@ -43,7 +43,8 @@ def release_lock(fd: int) -> None:
 
 def _lock_path(session_id: str) -> Path:
     folder = data_dir() / "locks"
-    folder.mkdir(mode=0o700, exist_ok=True)
+    if not os.path.isdir(folder):
+        folder.mkdir(mode=0o700, exist_ok=True)
     # a digest: any session id is a safe file name, and ids never collide with each other
     return folder / (hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".lock")
 
