@@ -20,6 +20,7 @@ from typing import Any, Literal
 from xclaw.coding.checkpoints import checkpoint_hook, checkpoint_text
 from xclaw.coding.conversation import conversation_hook, reopen_conversation
 from xclaw.coding.gate import evidence_gate
+from xclaw.coding.history import RecordScan
 from xclaw.coding.prompt import SYSTEM_PROMPT, task_message
 from xclaw.coding.relative_paths import relative_paths_view
 from xclaw.coding.toolset import coding_registry
@@ -31,7 +32,7 @@ from xclaw.core.events import Event, EventBus, EventType
 from xclaw.core.hooks import BeforeModelCall, Hooks, RequestView
 from xclaw.core.limits import Limits
 from xclaw.core.loop import LoopDeps, finish, run_loop
-from xclaw.core.messages import Message, ToolCallPart, ToolResultPart
+from xclaw.core.messages import Message
 from xclaw.core.model import Model
 from xclaw.core.recorder import NULL_RECORDER, Recorder
 from xclaw.core.resume import RESUME_REMINDER, InterruptedChoice, settle_pending
@@ -123,6 +124,8 @@ class Agent:
         self.session_meta = dict(session_meta or {})
         self._transcripts: dict[str, LiveTranscript] = {}  # see _continue
         self._checkpointed: dict[str, int] = {}  # session -> turn of its last checkpoint
+        self._scans: dict[str, RecordScan] = {}  # session -> its earlier calls, read once
+        self._system_message: Message | None = None  # see _system
         self._view: tuple[tuple[Path, Path], RequestView] | None = None  # see _relative_paths
 
     async def run(
@@ -155,7 +158,7 @@ class Agent:
         state = RunState(
             sid,
             task,
-            [Message.system(self.system_prompt)],
+            [self._system(self.system_prompt)],
             control=control or RunControl(),
             recorder=recorder,
         )
@@ -190,7 +193,7 @@ class Agent:
         session = self._resumable_session(store, session_id)
         recorder, history, turn = self._continue(store, session)
         prompt = str(session.meta.get("system_prompt") or self.system_prompt)
-        messages = [Message.system(prompt), *history]
+        messages = [self._system(prompt), *history]
         state = RunState(
             session_id,
             session.task,
@@ -243,7 +246,7 @@ class Agent:
         state = RunState(
             session_id,
             text,
-            [Message.system(prompt), *history],
+            [self._system(prompt), *history],
             control=control or RunControl(),
             recorder=recorder,
             turn=turn,
@@ -267,12 +270,16 @@ class Agent:
         """Earlier runs' tool calls count for the completion gate, checkpoints and metrics;
         they are rebuilt when first needed, not before the model is asked to continue."""
         messages = list(state.messages)
+        scan = self._scans.pop(state.session_id, None) or RecordScan(self.registry)
+        self._scans[state.session_id] = scan  # the most recent last
+        while len(self._scans) > KEPT_SESSIONS:
+            del self._scans[next(iter(self._scans))]
 
         def earlier() -> list[ToolCallRecord]:
             enabled = gc.isenabled()
             gc.disable()  # thousands of small acyclic objects: no collections meanwhile
             try:
-                records = history_records(messages, self.registry)
+                records = scan.records(messages)
             finally:
                 if enabled:
                     gc.enable()
@@ -449,6 +456,13 @@ class Agent:
                 await workspace.sandbox.close()
         return replace(result, changed_files=list(workspace.changed_files), kept_processes=kept)
 
+    def _system(self, prompt: str) -> Message:
+        """The system message of ``prompt``: the same object run after run, so that what reads
+        a conversation once (the paths view, earlier calls) knows it again next turn."""
+        if self._system_message is None or self._system_message.text != prompt:
+            self._system_message = Message.system(prompt)
+        return self._system_message
+
     def _since(self, state: RunState) -> int:
         """The turn of the session's last checkpoint (0 for a new session), where the count of
         ``checkpoint_every`` goes on from: as this agent last wrote it, else from the store."""
@@ -559,38 +573,6 @@ def _load_history(
     finally:
         if enabled:
             gc.enable()
-
-
-def history_records(messages: list[Message], registry: ToolRegistry) -> list[ToolCallRecord]:
-    """Tool calls and their results as recorded in a conversation, in order."""
-    records: list[ToolCallRecord] = []
-    calls: dict[str, tuple[ToolCallPart, int]] = {}
-    kinds: dict[str, tuple[bool, str]] = {t.name: (t.read_only, str(t.risk)) for t in registry}
-    turn = 0
-    for msg in messages:  # hot on resume of long sessions: plain loops, no helpers
-        if msg.role == "assistant":
-            turn += 1
-            for part in msg.parts:
-                if isinstance(part, ToolCallPart):
-                    calls[part.call_id] = (part, turn)
-        elif msg.role == "tool":
-            for part in msg.parts:
-                if isinstance(part, ToolResultPart) and part.call_id in calls:
-                    call, at = calls.pop(part.call_id)
-                    read_only, risk = kinds.get(call.name, (True, "read"))
-                    records.append(
-                        ToolCallRecord(
-                            call.call_id,
-                            call.name,
-                            call.arguments,
-                            part.result,
-                            at,
-                            0.0,
-                            read_only,
-                            risk,
-                        )
-                    )
-    return records
 
 
 def _paused_reason(pending: dict[str, Any]) -> str:

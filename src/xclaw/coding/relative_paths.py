@@ -11,6 +11,7 @@ Reasoning parts are left alone: providers sign them and check the signature.
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -101,13 +102,19 @@ def relative_paths_view(roots: Iterable[Path]) -> RequestView:
     change once in the conversation, so each is rewritten once and remembered."""
     rewriter = RootRewriter(roots)
     seen: dict[int, tuple[Message, Message]] = {}
+    last: list[Sequence[Message]] = [(), ()]  # the last call's messages, and its view
 
     def view(state: RunState, messages: Sequence[Message]) -> Sequence[Message]:
-        out: list[Message] = []
-        for message in messages:
-            known = seen.get(id(message))
-            if known is not None and known[0] is message:
-                out.append(known[1])
+        before, shown_before = last
+        known = len(before)
+        # The usual call: the conversation so far, grown by a few messages (identity, C speed)
+        if not known or known > len(messages) or not all(map(operator.is_, before, messages)):
+            known = 0
+        out: list[Message] = list(shown_before[:known])
+        for message in messages[known:]:
+            hit = seen.get(id(message))
+            if hit is not None and hit[0] is message:
+                out.append(hit[1])
                 continue
             shown = rewriter.message(message)
             seen[id(message)] = (message, shown)  # the message is held: its id stays its own
@@ -116,6 +123,7 @@ def relative_paths_view(roots: Iterable[Path]) -> RequestView:
             current = {id(m) for m in messages}
             for key in [k for k in seen if k not in current]:
                 del seen[key]
+        last[:] = [list(messages), out]
         return out
 
     return view
