@@ -194,12 +194,22 @@ HARMLESS = [
     "token_url: https://auth.example.com/oauth/token",
     '{"password": null, "token": "", "secret": true}',
     "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+    # words ending in "sk"/"rk" before a long name are not OpenAI or Stripe keys
+    "chronos-disk-check-20261202T061654Z-b03daf fired",
+    "task-runner-blue-green-deploy-2026 flask-sqlalchemy-extension",
+    "work_test_integration_suite_nightly and network_live_migration_window",
 ]
 
 
 @pytest.mark.parametrize("text", HARMLESS)
 def test_harmless_text_is_left_alone(text: str) -> None:
     assert redact(text) == text
+
+
+def test_an_sk_key_after_an_escape_or_a_separator_is_masked() -> None:
+    key = "sk-proj-Q7wErTyUiOpAsDfGhJkLzXcV"
+    for text in (json.dumps(f"line\n{key}"), f"x%3D{key}", f"KEY_{key}", f"\t{key}"):
+        assert "Q7wErTyUiOpAsDfG" not in redact(text), text
 
 
 SECRET_ENV = [

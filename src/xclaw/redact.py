@@ -224,11 +224,15 @@ def _mask_key_tails(text: str) -> str:
 
 
 # -- formats, URLs, headers -----------------------------------------------------------------
+# "sk-" and "sk_"/"rk_" keys never start inside a word ("disk-check-20261202T061654Z-b03daf"
+# is a job id, "work_test_..." a name), but may right after an escape ("\n" in JSON text, "%3D"
+# in a URL); the other formats' prefixes are distinctive enough to be found glued to text.
+_SK_START = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt])|(?<=%[0-9A-Fa-f]{2}))"
 _KEY_FORMATS = re.compile(
-    r"(sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}"  # OpenAI, Anthropic
+    rf"({_SK_START}sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{{16,}}"  # OpenAI, Anthropic
     r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
     r"|glpat-[A-Za-z0-9_\-]{20,}"  # GitLab
-    r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
+    rf"|{_SK_START}(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{{16,}}"  # Stripe
     r"|\bhf_[A-Za-z0-9]{30,}|\bnpm_[A-Za-z0-9]{36}"  # Hugging Face, npm
     r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key id (long-lived, temporary)
     r"|xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}"  # Slack
