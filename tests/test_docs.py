@@ -1,10 +1,17 @@
 """The documentation works as written: README.md, CONTRIBUTING.md and docs/.
 
-- every ```python block runs (blocks of one file share a namespace, in order, in a temp
-  folder holding ``proj/``); a block that needs a key, a network or a running server is
-  marked ``<!-- not run: reason -->`` on the line above it, and is counted as skipped;
+- every ```python block runs (blocks of one file share a namespace, in order), in the reader's
+  temp folder holding ``proj/``, with a home of its own (``tests/docs_support/reader.py``);
+- every ```bash block runs with ``bash -e`` in such a folder, or says why it cannot
+  (``<!-- not run: reason -->`` on the line above: a real key, a network, a window, a server
+  in the foreground, a synopsis);
+- a block marked ``<!-- run with: NAME -->`` runs in the environment NAME: a local fake behind
+  the provider it names, a bridge it talks to, a recorded session its ``ID`` stands for
+  (``tests/docs_support/environments.py``); the ones that need Chromium run with the page
+  tests (``ELSEWHERE``);
 - every ``xclaw ...`` line of a bash or console block names an existing command, and only
-  options that command has (its ``--help`` must print);
+  options that command has (its ``--help`` must print); console blocks are transcripts, so
+  this is all that is checked of them;
 - every relative link points to an existing file and, with ``#anchor``, heading;
 - the generated references (docs/configuration.md, docs/cli.md) are what
   ``docs/gen_reference.py`` renders now.
@@ -13,112 +20,121 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import re
 import shlex
+import subprocess
 import sys
 import textwrap
-from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-DOC_FILES = sorted(
-    [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").glob("*.md")],
-    key=lambda p: str(p),
+from tests.docs_support.blocks import (
+    DOC_FILES,
+    ELSEWHERE,
+    FENCE,
+    NOT_RUN,
+    ROOT,
+    RUN_WITH,
+    SHELL,
+    Block,
+    all_blocks,
+    blocks,
 )
-NOT_RUN = re.compile(r"^<!--\s*not run:\s*(.+?)\s*-->$")
-FENCE = re.compile(r"^(`{3,})(\w*)\s*$")
+from tests.docs_support.environments import ENVIRONMENTS
+from tests.docs_support.reader import Reader, nothing
 
 
-@dataclass
-class Block:
-    path: Path
-    line: int  # 1-based line of the opening fence
-    lang: str
-    code: str
-    not_run: str | None  # the reason, when marked
-
-    def where(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
+def runs_here(block: Block) -> bool:
+    return not block.not_run and block.run_with not in ELSEWHERE
 
 
-def blocks(path: Path) -> list[Block]:
-    found: list[Block] = []
-    lines = path.read_text().splitlines()
-    i = 0
-    while i < len(lines):
-        match = FENCE.match(lines[i])
-        if not match:
-            i += 1
-            continue
-        fence, lang = match.groups()
-        start = i
-        body: list[str] = []
-        i += 1
-        while i < len(lines) and lines[i].rstrip() != fence:
-            body.append(lines[i])
-            i += 1
-        previous = next((x.strip() for x in reversed(lines[:start]) if x.strip()), "")
-        marked = NOT_RUN.match(previous)
-        found.append(
-            Block(path, start + 1, lang, "\n".join(body) + "\n", marked[1] if marked else None)
-        )
-        i += 1
-    return found
+def rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
 
 
-def all_blocks() -> list[Block]:
-    return [b for path in DOC_FILES for b in blocks(path)]
+def test_marks_name_an_environment_or_give_a_reason() -> None:
+    for path in DOC_FILES:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.match(r"\s*<!--\s*(not run|run with)\b", line):
+                well_formed = NOT_RUN.match(line.strip()) or RUN_WITH.match(line.strip())
+                assert well_formed, (
+                    f"{path}:{n}: write <!-- not run: reason --> or <!-- run with: NAME -->"
+                )
+    for block in all_blocks():
+        if block.run_with:
+            known = block.run_with in ENVIRONMENTS or block.run_with in ELSEWHERE
+            assert known, f"{block.where()}: no environment {block.run_with!r}"
+    for name, module in ELSEWHERE.items():
+        assert name in (ROOT / module).read_text(), f"{module} does not run {name!r} blocks"
 
 
 # --- python blocks ---------------------------------------------------------------------------
 
+PYTHON_FILES = sorted(
+    {b.path for b in all_blocks() if b.lang == "python" and runs_here(b)}, key=str
+)
 
-def test_python_blocks_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "proj").mkdir()
-    (tmp_path / "proj" / "hello.txt").write_text("hi there\n")
-    # `xclaw` as the examples call it: this interpreter's entry point.
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY"):
-        monkeypatch.delenv(name, raising=False)  # nothing here may reach a provider
-    ran, skipped = [], []
-    namespaces: dict[Path, dict[str, Any]] = {}
-    for block in all_blocks():
-        if block.lang != "python":
-            continue
-        if block.not_run:
-            skipped.append(block)
-            continue
-        namespace = namespaces.setdefault(block.path, {"__name__": "__docs__"})
-        # A real file for the example's output: subprocesses it starts need a file descriptor.
-        with (tmp_path / "out.txt").open("w+") as out:
-            try:
-                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-                    exec(compile(block.code, block.where(), "exec"), namespace)
-            except Exception as exc:  # pragma: no cover - the message is the point
-                out.seek(0)
-                pytest.fail(f"{block.where()}: the example raised {exc!r}\n{out.read()}")
-        ran.append(block)
+
+@pytest.mark.parametrize("path", PYTHON_FILES, ids=rel)
+def test_python_blocks_run(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reader = Reader.make(tmp_path, monkeypatch)
+    namespace: dict[str, Any] = {"__name__": "__docs__"}
+    with contextlib.ExitStack() as opened:
+        entered: set[str] = set()
+        for block in blocks(path):
+            if block.lang != "python" or not runs_here(block):
+                continue
+            if block.run_with and block.run_with not in entered:  # open until the file ends
+                opened.enter_context(ENVIRONMENTS[block.run_with](reader))
+                entered.add(block.run_with)
+            reader.run_python(block, namespace)
+        reader.close_clients(namespace)
+
+
+def test_every_python_block_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    python = [b for b in all_blocks() if b.lang == "python"]
+    here = [b for b in python if runs_here(b)]
+    elsewhere = [b for b in python if b.run_with in ELSEWHERE]
+    marked = [b for b in python if b.not_run]
     with capsys.disabled():
-        print(f"\ndocs: {len(ran)} python blocks ran, {len(skipped)} marked not run")
-        for block in skipped:
+        print(
+            f"\ndocs: {len(python)} python blocks: {len(here)} run here, {len(elsewhere)} with "
+            f"the page tests, {len(marked)} marked not run"
+        )
+        for block in marked:
             print(f"  not run: {block.where()}: {block.not_run}")
-    assert len(ran) >= 4
+    assert len(here) >= 7
+    assert not marked, "every python block runs: give it a `run with:` environment instead"
 
 
-def test_not_run_marks_give_a_reason() -> None:
-    for path in DOC_FILES:
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            if "not run" in line and line.lstrip().startswith("<!--"):
-                assert NOT_RUN.match(line.strip()), f"{path}:{n}: write <!-- not run: reason -->"
+# --- bash blocks -----------------------------------------------------------------------------
+
+BASH = [b for b in all_blocks() if b.lang in SHELL]
+
+
+@pytest.mark.parametrize("block", [b for b in BASH if runs_here(b)], ids=Block.where)
+def test_bash_blocks_run(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reader = Reader.make(tmp_path, monkeypatch)
+    environment = ENVIRONMENTS[block.run_with] if block.run_with else nothing
+    with environment(reader):
+        reader.run_bash(block)
+
+
+def test_every_bash_block_runs_or_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    here = [b for b in BASH if runs_here(b)]
+    elsewhere = [b for b in BASH if b.run_with in ELSEWHERE]
+    marked = [b for b in BASH if b.not_run]
+    assert len(here) + len(elsewhere) + len(marked) == len(BASH)
+    with capsys.disabled():
+        print(
+            f"\ndocs: {len(BASH)} bash blocks: {len(here)} run here, {len(elsewhere)} with the "
+            f"page tests, {len(marked)} marked not run"
+        )
+        for block in marked:
+            print(f"  not run: {block.where()}: {block.not_run}")
+    assert len(here) + len(elsewhere) >= 5
 
 
 # --- xclaw command lines ---------------------------------------------------------------------
@@ -182,6 +198,8 @@ def resolve(tokens: list[str]) -> tuple[list[str], Any, list[str]]:
         while getattr(command, "commands", None) and rest and not rest[0].startswith("-"):
             sub = command.commands.get(rest[0])
             assert sub is not None, f"`xclaw {' '.join([*path, rest[0]])}` is not a command"
+            hidden = f"`xclaw {' '.join([*path, rest[0]])}` is hidden: an old name, not to teach"
+            assert not sub.hidden, hidden
             command, path, rest = sub, [*path, rest[0]], rest[1:]
     options = []
     for word in rest:
@@ -320,18 +338,29 @@ def test_every_docs_page_is_in_the_index() -> None:
 # --- generated references --------------------------------------------------------------------
 
 
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_reference", ROOT / "docs/gen_reference.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _rendered(name: str) -> str:
+    """docs/NAME as ``python docs/gen_reference.py`` renders it: in an interpreter of its own,
+    since a type's spelling there must not depend on what this one imported first (typing
+    caches ``Literal[...] | None`` by equality, and Literals of the same values in another
+    order are equal: ``deny | ask | allow`` would print as ``ask | deny | allow``)."""
+    code = (
+        "import runpy, sys; "
+        "sys.stdout.write(runpy.run_path('docs/gen_reference.py')['TARGETS'][sys.argv[1]]())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, name],
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "80"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 @pytest.mark.parametrize("name", ["configuration.md", "cli.md"])
-def test_generated_reference_is_fresh(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "80")
-    rendered = _generator().TARGETS[name]()
+def test_generated_reference_is_fresh(name: str) -> None:
     committed = (ROOT / "docs" / name).read_text()
-    assert committed == rendered, textwrap.dedent(f"""\
+    assert committed == _rendered(name), textwrap.dedent(f"""\
         docs/{name} is stale: run `python docs/gen_reference.py` and commit the result.""")

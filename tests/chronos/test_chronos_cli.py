@@ -42,17 +42,38 @@ def configured(tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> P
     return root
 
 
-def test_list_pause_resume(configured: Path) -> None:
+def test_list_pause_unpause(configured: Path) -> None:
     out = runner.invoke(app, ["list", "-C", str(configured)])
     assert out.exit_code == 0, out.output
     assert "disk" in out.output and "@hourly" in out.output and "active" in out.output
     assert runner.invoke(app, ["pause", "disk", "-C", str(configured)]).exit_code == 0
     assert open_chronos_store().is_paused("disk")
     assert "paused" in runner.invoke(app, ["list", "-C", str(configured)]).output
-    assert runner.invoke(app, ["resume", "disk", "-C", str(configured)]).exit_code == 0
+    unpaused = runner.invoke(app, ["unpause", "disk", "-C", str(configured)])
+    assert unpaused.exit_code == 0 and "disk unpaused" in unpaused.output
     assert not open_chronos_store().is_paused("disk")
+    assert "active" in runner.invoke(app, ["list", "-C", str(configured)]).output
     missing = runner.invoke(app, ["pause", "nosuch", "-C", str(configured)])
     assert missing.exit_code == 2 and "CHRONOS_JOB_NOT_FOUND" in missing.output
+
+
+def test_resume_was_renamed_unpause_and_says_so(configured: Path) -> None:
+    # `xclaw resume` continues a session; the job's old `chronos resume` only points to the
+    # new name, with whatever it is given, and changes nothing.
+    open_chronos_store().set_paused("disk", True)
+    for args in (["resume", "disk", "-C", str(configured)], ["resume"], ["resume", "-x", "y"]):
+        out = runner.invoke(app, args)
+        assert out.exit_code == 2, out.output
+        [line] = out.output.splitlines()
+        assert line == (
+            "COMMAND_RENAMED: `xclaw chronos resume` was renamed `xclaw chronos unpause`. "
+            "Run `xclaw chronos unpause JOB`; `xclaw resume` continues a session."
+        )
+    assert open_chronos_store().is_paused("disk")
+    helped = runner.invoke(app, ["resume", "--help"])
+    assert helped.exit_code == 0 and "Renamed: use `xclaw chronos unpause JOB`" in helped.output
+    listed = runner.invoke(app, ["--help"]).output
+    assert "unpause" in listed and "resume" not in listed
 
 
 def test_run_now_history_and_dead_letters(configured: Path) -> None:

@@ -180,18 +180,36 @@ def _known_job(directory: Path, job: str) -> None:
 
 @app.command()
 def pause(job: str, directory: Directory = Path(".")) -> None:
-    """Pause a job: its fires are skipped (and recorded) until it is resumed."""
+    """Pause a job: its fires are skipped (and recorded) until it is unpaused."""
     _known_job(directory, job)
     _chronos_store().set_paused(job, True)
     console.print(f"{escape(job)} paused")
 
 
 @app.command()
-def resume(job: str, directory: Directory = Path(".")) -> None:
-    """Resume a paused job from its next fire (fires while paused are not made up)."""
+def unpause(job: str, directory: Directory = Path(".")) -> None:
+    """Unpause a job from its next fire (fires while paused are not made up)."""
     _known_job(directory, job)
     _chronos_store().set_paused(job, False)
-    console.print(f"{escape(job)} resumed")
+    console.print(f"{escape(job)} unpaused")
+
+
+# `resume` is a session's word (`xclaw resume` continues one): the old name of `unpause` says
+# so, whatever it is given, instead of "No such command", and changes nothing.
+@app.command(
+    "resume",
+    hidden=True,
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+)
+def renamed_resume() -> None:
+    """Renamed: use `xclaw chronos unpause JOB` (`xclaw resume` continues a session)."""
+    fail(
+        ConfigError(
+            "`xclaw chronos resume` was renamed `xclaw chronos unpause`.",
+            code="COMMAND_RENAMED",
+            hint="Run `xclaw chronos unpause JOB`; `xclaw resume` continues a session.",
+        )
+    )
 
 
 @app.command("run-now")
