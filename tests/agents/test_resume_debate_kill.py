@@ -55,7 +55,8 @@ def _start_debate(root: Path, scripts: Path) -> subprocess.Popen[bytes]:
                     }
                 ]
             },
-            {"expect": {"last_contains": ["judge decided: plain text"]}, "text": "tree done"},
+            # the conversation: after the resume its last message is the resume notice
+            {"expect": {"history_contains": ["judge decided: plain text"]}, "text": "tree done"},
         ],
     )
     workers = {

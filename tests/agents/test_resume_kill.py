@@ -42,7 +42,8 @@ def test_resume_after_sigkill_of_the_parent_mid_child(root: Path, tmp_path: Path
                     }
                 ]
             },
-            {"expect": {"last_contains": ["reviewed"]}, "text": "all three steps done"},
+            # the conversation: after the resume its last message is the resume notice
+            {"expect": {"history_contains": ["reviewed"]}, "text": "all three steps done"},
         ],
     )
     workers = {
@@ -92,6 +93,10 @@ def test_resume_after_sigkill_of_the_parent_mid_child(root: Path, tmp_path: Path
 
     (parent,) = [s for s in store.list_sessions(root=str(root)) if s.parent_session_id is None]
     assert parent.state == "running" and parent.caller == "user"
+    # The pipeline call was on record before its children started (read-only for the
+    # parent's files, but it starts work): a resume continues it, whatever the model says.
+    (pipeline,) = store.load_ledger(parent.id)
+    assert (pipeline.name, pipeline.phase) == ("agents.pipeline", "started")
     coder, optimizer = store.list_children(parent.id)
     assert (coder.state, optimizer.state) == ("success", "running")
     coder_steps = len(store.list_steps(coder.id))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from xclaw.core.messages import Message, ToolCallPart, ToolResult, ToolResultPart
 from xclaw.core.recorder import MessageKind, PriorCall, call_key
-from xclaw.core.tooling import PreparedCall
+from xclaw.core.tooling import PreparedCall, Risk
 from xclaw.redact import redact, redact_json
 from xclaw.store.base import (
     LEDGER_ORDER,
@@ -315,7 +315,10 @@ class SessionRecorder:
     def started(self, state: RunState, prepared: PreparedCall) -> None:
         key = call_key(state.turn, prepared.call.call_id)
         self._ledger(key, "started")
-        if not prepared.spec.read_only:
+        # On record before it starts: a call with effects, and one that starts work of its own
+        # (agents.* make child sessions: read-only for the caller's files, but a resume must
+        # find the call, to continue its children rather than have the model call anew).
+        if not prepared.spec.read_only or prepared.spec.risk == Risk.EXECUTE:
             self._phase("EXECUTING")
             self.flush()
 
