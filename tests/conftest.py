@@ -50,3 +50,22 @@ def root(tmp_path: Path) -> Iterator[Path]:
     d = tmp_path / "proj"
     d.mkdir()
     yield d.resolve()
+
+
+# The longest tests (a real model's runs, a SIGKILL at random points, full browser scenarios)
+# start first: on two workers, one of them at the end would leave the other idle for a minute.
+SLOW_FIRST = (
+    "tests/models/test_local_e2e.py",
+    "tests/durability/test_fault_injection.py",
+    "tests/browser/test_cli_end_to_end.py",
+    "tests/browser/test_cli_web_scenarios.py",
+    "tests/gateway/test_serve_memory.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return next((i for i, slow in enumerate(SLOW_FIRST) if path == slow), len(SLOW_FIRST))
+
+    items.sort(key=rank)  # stable: the rest keep their order

@@ -3,12 +3,15 @@
 - every ```python block runs (blocks of one file share a namespace, in order), in the reader's
   temp folder holding ``proj/``, with a home of its own (``tests/docs_support/reader.py``);
 - every ```bash block runs with ``bash -e`` in such a folder, or says why it cannot
-  (``<!-- not run: reason -->`` on the line above: a real key, a network, a window, a server
-  in the foreground, a synopsis);
+  (``<!-- not run: reason -->`` on the line above: a network, a person, a synopsis); its
+  ``xclaw`` commands start warm (``tests/docs_support/warm.py``: the same entry point, in a
+  fork of an interpreter that has imported it; ``XCLAW_DOCS_COLD=1`` runs them cold);
 - a block marked ``<!-- run with: NAME -->`` runs in the environment NAME: a local fake behind
-  the provider it names, a bridge it talks to, a recorded session its ``ID`` stands for
-  (``tests/docs_support/environments.py``); the ones that need Chromium run with the page
-  tests (``ELSEWHERE``);
+  the provider it names, a bridge it talks to, a recorded session or one a crash left
+  unfinished that its ``ID`` stands for, a server its first line keeps in the foreground of
+  another terminal, what the reader types (``tests/docs_support/environments.py``); the ones
+  that need Chromium run with the page tests (``ELSEWHERE``); a block written twice the same
+  (README.md repeating a page) runs once;
 - every ``xclaw ...`` line of a bash or console block names an existing command, and only
   options that command has (its ``--help`` must print); console blocks are transcripts, so
   this is all that is checked of them;
@@ -26,6 +29,7 @@ import shlex
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +48,7 @@ from tests.docs_support.blocks import (
 )
 from tests.docs_support.environments import ENVIRONMENTS
 from tests.docs_support.reader import Reader, nothing
+from tests.docs_support.warm import WarmXclaw
 
 
 def runs_here(block: Block) -> bool:
@@ -114,9 +119,29 @@ def test_every_python_block_runs(capsys: pytest.CaptureFixture[str]) -> None:
 BASH = [b for b in all_blocks() if b.lang in SHELL]
 
 
-@pytest.mark.parametrize("block", [b for b in BASH if runs_here(b)], ids=Block.where)
-def test_bash_blocks_run(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    reader = Reader.make(tmp_path, monkeypatch)
+@pytest.fixture(scope="module")
+def warm() -> Iterator[WarmXclaw]:
+    """The warm ``xclaw`` of this module's bash blocks (one server per worker)."""
+    with WarmXclaw.started() as started:
+        yield started
+
+
+def twins(block: Block) -> list[Block]:
+    """The blocks written the same (text and environment) as ``block``: README.md says again
+    what a page says; they run once, under all their names."""
+    return [b for b in BASH if (b.code, b.run_with) == (block.code, block.run_with)]
+
+
+def bash_case(block: Block) -> Any:
+    """A block to run, once for all its twins."""
+    return pytest.param(block, id="=".join(t.where() for t in twins(block)))
+
+
+@pytest.mark.parametrize("block", [bash_case(b) for b in BASH if runs_here(b) and twins(b)[0] is b])
+def test_bash_blocks_run(
+    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warm: WarmXclaw
+) -> None:
+    reader = Reader.make(tmp_path, monkeypatch, xclaw=warm.bin)
     environment = ENVIRONMENTS[block.run_with] if block.run_with else nothing
     with environment(reader):
         reader.run_bash(block)

@@ -10,6 +10,7 @@ The wire events come from the adapter tests' helpers.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import threading
@@ -25,23 +26,29 @@ if _MODELS_TESTS not in sys.path:
 
 from test_openai_chat import call_fragment, chunk  # noqa: E402
 from test_openai_responses import call_stream, text_stream, usage  # noqa: E402
-from wire_server import RecordedRequest, WireServer, _Scripted, _Sse  # noqa: E402
+from wire_server import RecordedRequest, WireServer, _Json, _Scripted, _Sse  # noqa: E402
 
 from xclaw.models.presets import user_presets_file  # noqa: E402
 
 __all__ = [
+    "Answer",
     "AnsweringServer",
     "Events",
     "RecordedRequest",
     "WireServer",
     "call_stream",
     "chat_reply",
+    "held",
     "point_presets",
+    "refused",
+    "responses_reply",
+    "results_in",
     "text_stream",
     "usage",
 ]
 
 Events = list[str | bytes | dict[str, Any]]
+Answer = Events | _Scripted  # a stream's events, or any scripted answer (held, refused)
 
 
 def point_presets(url: str, *names: str) -> Path:
@@ -67,10 +74,40 @@ def chat_reply(text: str = "", calls: Sequence[tuple[str, dict[str, Any]]] = ())
     return events
 
 
-class AnsweringServer(WireServer):
-    """A ``WireServer`` that answers every request with ``answer(request)``, a stream."""
+_call_ids = itertools.count(1)
 
-    def __init__(self, answer: Callable[[RecordedRequest], Events]) -> None:
+
+def responses_reply(text: str = "", calls: Sequence[tuple[str, dict[str, Any]]] = ()) -> Events:
+    """A streamed Responses API answer: ``calls`` as (wire name, arguments) when there are
+    any, else ``text``. Call ids are unique, as a provider's are."""
+    if not calls:
+        return text_stream(text, use=usage(60, 8))
+    numbered = [(next(_call_ids), name, arguments) for name, arguments in calls]
+    return call_stream([(f"fc_{n}", f"call_{n}", name, [json.dumps(a)]) for n, name, a in numbered])
+
+
+def results_in(request: RecordedRequest) -> int:
+    """How many tool results a Responses API request sends back (the turn it is at)."""
+    items = (request.body or {}).get("input") or []
+    return sum(1 for item in items if item.get("type") == "function_call_output")
+
+
+def refused(status: int, body: dict[str, Any], **headers: str) -> _Json:
+    """An error answer: ``status`` with a JSON ``body``."""
+    return _Json(status, body, {k.replace("_", "-"): v for k, v in headers.items()})
+
+
+def held(events: Events) -> _Sse:
+    """``events``, sent once the server's ``release()`` is called: a reply the model is still
+    writing (a process can be killed while it waits for it)."""
+    return _Sse(list(events), gate_after=0)
+
+
+class AnsweringServer(WireServer):
+    """A ``WireServer`` that answers every request with ``answer(request)``: a stream's events
+    (or any scripted answer: a ``held`` stream, an error)."""
+
+    def __init__(self, answer: Callable[[RecordedRequest], Answer]) -> None:
         super().__init__()
         self.answer = answer
         self._answering = threading.Lock()  # one answer at a time: ``answer`` may keep state
@@ -78,4 +115,5 @@ class AnsweringServer(WireServer):
     def _next(self, request: RecordedRequest) -> _Scripted | None:
         with self._answering:
             super()._next(request)  # records it
-            return _Sse(self.answer(request))
+            reply = self.answer(request)
+            return _Sse(reply) if isinstance(reply, list) else reply

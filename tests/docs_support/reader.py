@@ -2,12 +2,16 @@
 
 ``Reader.make(tmp_path, monkeypatch)`` makes the folder the examples start in (holding
 ``proj/hello.txt``), a home of its own with the XDG defaults under it (``~/.config/xclaw``,
-``~/.local/share/xclaw``), no provider key, and this venv's ``xclaw`` first on PATH. This
-process gets the same environment (Python blocks run in it); ``env`` is it for subprocesses.
+``~/.local/share/xclaw``), no provider key, and this venv's ``xclaw`` first on PATH (or, given
+``xclaw=FOLDER``, the one in FOLDER: the warm one of warm.py). This process gets the same
+environment (Python blocks run in it); ``env`` is it for subprocesses.
 
 ``run_python`` runs a Python block in a namespace (``arun_python`` one with a top-level
-``await``, as an async REPL would); ``run_bash`` runs a bash block with ``bash -e`` and a timeout.
-Each block's placeholder words are replaced first (``words``: ``ID`` -> a session id).
+``await``, as an async REPL would); ``run_bash`` runs a bash block with ``bash -e`` and a timeout,
+``stdin`` as what the reader types into it (else nothing: end of input), and keeps what it
+printed (``printed``) for the environment to check. Each block's placeholder words are replaced
+first (``words``: ``ID`` -> a session id); the lines an environment runs itself, as the reader
+would in a terminal of their own (a server in the foreground), are left out (``elsewhere``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import ast
 import contextlib
 import inspect
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -36,9 +41,14 @@ class Reader:
     home: Path
     monkeypatch: pytest.MonkeyPatch
     words: dict[str, str] = field(default_factory=dict)
+    elsewhere: list[str] = field(default_factory=list)  # lines run in another terminal
+    stdin: str | None = None  # what the reader types into the block's commands
+    printed: str = ""  # what the last bash block printed
 
     @classmethod
-    def make(cls, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Reader:
+    def make(
+        cls, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, xclaw: Path | None = None
+    ) -> Reader:
         folder, home = tmp_path / "reader", tmp_path / "home"
         (folder / "proj").mkdir(parents=True)
         (folder / "proj" / "hello.txt").write_text("hi there\n")
@@ -48,8 +58,10 @@ class Reader:
         monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
         monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
         monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-        # `xclaw` as the examples call it: this interpreter's entry point.
-        monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+        # `xclaw` as the examples call it: this interpreter's entry point (or a warm one).
+        first = [str(xclaw)] if xclaw else []
+        path = [*first, str(Path(sys.executable).parent), os.environ["PATH"]]
+        monkeypatch.setenv("PATH", os.pathsep.join(path))
         monkeypatch.setenv("NO_COLOR", "1")
         for name in PROVIDER_KEYS:
             monkeypatch.delenv(name, raising=False)  # only the fakes set up here answer
@@ -62,8 +74,15 @@ class Reader:
     def setenv(self, name: str, value: str) -> None:
         self.monkeypatch.setenv(name, value)
 
+    def code_of_line(self, line: str) -> str:
+        return substitute(line, self.words)
+
     def code_of(self, block: Block) -> str:
-        return substitute(block.code, self.words)
+        lines = block.code.splitlines(keepends=True)
+        kept = [
+            f"# in another terminal: {x}" if x.rstrip("\n") in self.elsewhere else x for x in lines
+        ]
+        return substitute("".join(kept), self.words)
 
     # -- running ----------------------------------------------------------------------------
 
@@ -112,23 +131,29 @@ class Reader:
                 close()
 
     def run_bash(self, block: Block) -> str:
-        """Run ``block`` with ``bash -e`` in the reader's folder; its output (it must exit 0)."""
+        """Run ``block`` with ``bash -e`` in the reader's folder; its output (it must exit 0).
+        It runs in a process group of its own, killed whole when it is still running at its
+        timeout."""
         script = self.folder.parent / "block.sh"
         script.write_text(self.code_of(block))
+        proc = subprocess.Popen(
+            ["bash", "-e", str(script)],
+            cwd=self.folder,
+            env=self.env,
+            stdin=subprocess.DEVNULL if self.stdin is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
-            done = subprocess.run(
-                ["bash", "-e", str(script)],
-                cwd=self.folder,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=BASH_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired as exc:  # pragma: no cover - the message is the point
-            pytest.fail(f"{block.where()}: still running after {exc.timeout}s\n{exc.output}")
-        output = done.stdout + done.stderr
-        assert done.returncode == 0, f"{block.where()} exited {done.returncode}:\n{output}"
+            stdout, stderr = proc.communicate(self.stdin, timeout=BASH_TIMEOUT_S)
+        except subprocess.TimeoutExpired:  # pragma: no cover - the message is the point
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            pytest.fail(f"{block.where()}: still running after {BASH_TIMEOUT_S}s\n{stdout}{stderr}")
+        output = self.printed = stdout + stderr
+        assert proc.returncode == 0, f"{block.where()} exited {proc.returncode}:\n{output}"
         return output
 
 
