@@ -130,9 +130,12 @@ def test_a_paused_decision_is_asked_on_connect_and_deny_skips_the_call(
         with open_store() as store:
             for _ in range(600):
                 sessions = store.list_sessions(root=str(root))
-                if sessions and any(
+                started = sessions and any(
                     e.phase == "started" for e in store.load_ledger(sessions[0].id)
-                ):
+                )
+                # mid-command: on record as started, and its echo done (the record is made
+                # before the command is launched; a kill in between would find no mark)
+                if started and (root / "out.txt").exists():
                     break
                 time.sleep(0.05)
             else:
