@@ -73,7 +73,22 @@ def _blocked(result: Any) -> list[dict[str, Any]]:
 
 async def _page_text(session: BrowserSession) -> str:
     page = await session.page()
-    return f"{page.url}\n{await page.content()}"
+    return f"{page.url}\n{await _content(page)}"
+
+
+async def _content(page: Any) -> str:
+    """The page's HTML; a navigation the guard just aborted may still be settling, and
+    Playwright refuses to read a page mid-navigation: read it once it has."""
+    from playwright.async_api import Error as PlaywrightError
+
+    for _ in range(50):
+        try:
+            return str(await page.content())
+        except PlaywrightError as err:
+            if "navigating" not in str(err):
+                raise
+            await asyncio.sleep(0.1)
+    raise AssertionError("the page kept navigating for 5 s")
 
 
 # --- what the policy judged once is judged again at every request ---------------------------
@@ -303,7 +318,7 @@ async def test_the_page_agent_tools_report_what_the_guard_stopped(
         assert opened.ok, opened
         clicked = await dispatch(deps, "dom", action="click", selector="a[id=go]")
         assert clicked.error_code == BLOCKED_CODE, clicked
-        assert "router admin" not in await driver.page.content()
+        assert "router admin" not in await _content(driver.page)
         later = await dispatch(deps, "navigate", action="goto", url=f"{site.url}/later")
         assert later.ok and not _blocked(later), later
         await asyncio.sleep(0.8)
