@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 
-def _made(path: Path) -> Path:
+def made_dir(path: Path) -> Path:
     """``path``, created owner-only if missing (one stat when it exists: this runs per turn)."""
     if not os.path.isdir(path):
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -15,7 +15,7 @@ def _made(path: Path) -> Path:
 
 def data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
-    return _made(Path(base, "xclaw"))
+    return made_dir(Path(base, "xclaw"))
 
 
 def config_dir() -> Path:
@@ -25,12 +25,10 @@ def config_dir() -> Path:
 
 def run_output_dir(session_id: str) -> Path:
     """Full tool output of one run (the model only sees head and tail)."""
-    return _made(Path(data_dir(), "runs", session_id, "output"))
+    return made_dir(Path(data_dir(), "runs", session_id, "output"))
 
 
 def cache_dir() -> Path:
     """Re-creatable downloads (local model files): the XDG cache dir, never inside a project."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    path = Path(base) / "xclaw"
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return path
+    return made_dir(Path(base) / "xclaw")

@@ -10,10 +10,9 @@ is read from the start.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 
-from xclaw.core.messages import Message, ToolCallPart, ToolResultPart
+from xclaw.core.messages import Message, ToolCallPart, ToolResultPart, starts_with
 from xclaw.core.state import ToolCallRecord
 from xclaw.tools.registry import ToolRegistry
 
@@ -42,10 +41,9 @@ class RecordScan:
 
     def records(self, messages: Sequence[Message]) -> list[ToolCallRecord]:
         """The records of ``messages``: a new list, earlier calls first."""
-        known = len(self._read)
-        if known > len(messages) or not all(map(operator.is_, self._read, messages)):
+        if not starts_with(messages, self._read):
             self._reset()
-            known = 0
+        known = len(self._read)
         # The last message may still grow (a transcript's open tail is rebuilt as parts come
         # in): it is read on a copy of the state, and again next time.
         settled = max(known, len(messages) - 1)

@@ -11,7 +11,6 @@ Reasoning parts are left alone: providers sign them and check the signature.
 
 from __future__ import annotations
 
-import operator
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -20,7 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xclaw.core.hooks import RequestView
-from xclaw.core.messages import Message, Part, TextPart, ToolCallPart, ToolResult, ToolResultPart
+from xclaw.core.messages import (
+    Message,
+    Part,
+    TextPart,
+    ToolCallPart,
+    ToolResult,
+    ToolResultPart,
+    starts_with,
+)
 
 if TYPE_CHECKING:
     from xclaw.core.state import RunState
@@ -106,10 +113,8 @@ def relative_paths_view(roots: Iterable[Path]) -> RequestView:
 
     def view(state: RunState, messages: Sequence[Message]) -> Sequence[Message]:
         before, shown_before = last
-        known = len(before)
-        # The usual call: the conversation so far, grown by a few messages (identity, C speed)
-        if not known or known > len(messages) or not all(map(operator.is_, before, messages)):
-            known = 0
+        # The usual call: the conversation so far, grown by a few messages
+        known = len(before) if starts_with(messages, before) else 0
         out: list[Message] = list(shown_before[:known])
         for message in messages[known:]:
             hit = seen.get(id(message))

@@ -7,6 +7,8 @@ the whole list to the model every turn, so they must be cheap to create and neve
 from __future__ import annotations
 
 import json
+import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -165,3 +167,9 @@ class Message:
     @property
     def tool_results(self) -> list[ToolResultPart]:
         return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+
+def starts_with(messages: Sequence[Message], start: Sequence[Message]) -> bool:
+    """``messages`` begins with the very objects of ``start`` (identity, at C speed): what
+    reads a conversation once knows it grew, rather than changed, since it last looked."""
+    return len(start) <= len(messages) and all(map(operator.is_, start, messages))

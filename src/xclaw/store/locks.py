@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from xclaw.core.errors import ConfigError
-from xclaw.dirs import data_dir
+from xclaw.dirs import data_dir, made_dir
 
 __all__ = ["release_lock", "session_busy", "session_lock", "try_lock"]
 
@@ -42,9 +42,7 @@ def release_lock(fd: int) -> None:
 
 
 def _lock_path(session_id: str) -> Path:
-    folder = data_dir() / "locks"
-    if not os.path.isdir(folder):
-        folder.mkdir(mode=0o700, exist_ok=True)
+    folder = made_dir(data_dir() / "locks")
     # a digest: any session id is a safe file name, and ids never collide with each other
     return folder / (hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".lock")
 
