@@ -77,8 +77,10 @@ def serve_xclaw(root: Path, port_file: Path, deltas: int, sandbox: str | None) -
         name = "scripted-stream"
 
         async def _events(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-            users = [m.text for m in request.messages if m.role == "user"]
-            found = NONCE.search(users[-1] if users else "")
+            # the last user message, read from the end: the peer has no model at all, so the
+            # script must not cost a scan of the whole conversation each call
+            last = next((m for m in reversed(request.messages) if m.role == "user"), None)
+            found = NONCE.search(last.text if last is not None else "")
             nonce = found.group(0) if found else "nonce-missing"
             if request.messages[-1].role == "user":
                 events: list[ModelEvent] = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 
 
@@ -14,8 +15,15 @@ def made_dir(path: Path) -> Path:
 
 
 def data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
-    return made_dir(Path(base, "xclaw"))
+    return made_dir(_data_path(os.environ.get("XDG_DATA_HOME"), os.environ.get("HOME")))
+
+
+@lru_cache(maxsize=16)
+def _data_path(xdg_data_home: str | None, _home: str | None) -> Path:
+    """The data dir's path for these environment values (``Path.home()`` reads ``HOME``):
+    built once, as this runs several times a turn."""
+    base = xdg_data_home or os.path.join(Path.home(), ".local", "share")
+    return Path(base, "xclaw")
 
 
 def config_dir() -> Path:

@@ -101,4 +101,4 @@ def test_a_version_1_database_gains_the_child_columns(tmp_path: Path) -> None:
         assert old is not None and old.parent_session_id is None and old.caller is None
         assert store.list_children("old") == []
     with create_engine(f"sqlite:///{path}").connect() as conn:
-        assert schema.current_version(conn) == schema.CURRENT_VERSION == 2
+        assert schema.current_version(conn) == schema.CURRENT_VERSION == 3

@@ -118,3 +118,27 @@ def test_a_file_that_is_not_a_database_is_reported(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         SqliteStore(path)
     assert err.value.code == "STORE_UNAVAILABLE"
+
+
+def test_a_version_2_database_gains_the_step_number_index(tmp_path: Path) -> None:
+    """The counters of a long session read its highest step by the v3 index, one seek."""
+    from sqlalchemy import create_engine
+
+    from xclaw.store.sqlite import _SQL_COUNTERS
+
+    path = tmp_path / "v2.db"
+    engine = create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        schema.migrate(conn, known={v: schema.MIGRATIONS[v] for v in (1, 2)})
+    engine.dispose()
+    db = sqlite3.connect(path)
+    plan = " ".join(str(r) for r in db.execute("EXPLAIN QUERY PLAN " + _SQL_COUNTERS, ("S",)))
+    db.close()
+    assert "ix_steps_session_number" not in plan
+    with SqliteStore(path) as store:
+        assert store.counters("S") == (0, 0, 0)
+    assert versions(path) == [1, 2, 3]
+    db = sqlite3.connect(path)
+    plan = " ".join(str(r) for r in db.execute("EXPLAIN QUERY PLAN " + _SQL_COUNTERS, ("S",)))
+    db.close()
+    assert "ix_steps_session_number" in plan

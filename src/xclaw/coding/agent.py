@@ -36,7 +36,7 @@ from xclaw.core.messages import Message
 from xclaw.core.model import Model
 from xclaw.core.recorder import NULL_RECORDER, Recorder
 from xclaw.core.resume import RESUME_REMINDER, InterruptedChoice, settle_pending
-from xclaw.core.sandbox import SandboxSource, sandbox_from
+from xclaw.core.sandbox import SandboxSource
 from xclaw.core.state import RunControl, RunResult, RunState, ToolCallRecord, new_session_id
 from xclaw.core.tooling import Approver
 from xclaw.dirs import run_output_dir
@@ -155,6 +155,7 @@ class Agent:
             },
         )
         recorder = self._recorder(session, new=True)
+        self._remember_checkpoint(sid, 0)  # a new session: nothing to read back next turn
         state = RunState(
             sid,
             task,
@@ -292,9 +293,13 @@ class Agent:
         state.history = earlier
 
     def _workspace(self, session_id: str) -> Workspace:
-        """A run's workspace; its sandbox is new for the session (one network, one pool)."""
-        sandbox = sandbox_from(self.sandbox_factory)
-        return Workspace(self.workdir, output_dir=run_output_dir(session_id), sandbox=sandbox)
+        """A run's workspace; its sandbox is new for the session (one network, one pool),
+        made when a tool first needs it."""
+        return Workspace(
+            self.workdir,
+            output_dir=run_output_dir(session_id),
+            sandbox_source=self.sandbox_factory,
+        )
 
     def run_sync(self, task: str, **kwargs: Any) -> RunResult:
         return asyncio.run(self.run(task, **kwargs))
@@ -412,8 +417,8 @@ class Agent:
                         workspace,
                         self.checkpoint_every,
                         since=self._since(state),
-                        on_checkpoint=lambda turn: self._checkpointed.update(
-                            {state.session_id: turn}
+                        on_checkpoint=lambda turn: self._remember_checkpoint(
+                            state.session_id, turn
                         ),
                     )
                 ],
@@ -472,10 +477,13 @@ class Agent:
         if known is None:
             cp = self.store.latest_checkpoint(state.session_id)
             known = cp.turn if cp is not None else 0
-            if len(self._checkpointed) >= 4 * KEPT_SESSIONS:
-                self._checkpointed.clear()
-            self._checkpointed[state.session_id] = known
+            self._remember_checkpoint(state.session_id, known)
         return min(known, state.turn)  # a rollback may have gone back before it
+
+    def _remember_checkpoint(self, session_id: str, turn: int) -> None:
+        if session_id not in self._checkpointed and len(self._checkpointed) >= 4 * KEPT_SESSIONS:
+            self._checkpointed.clear()
+        self._checkpointed[session_id] = turn
 
     def _relative_paths(self, workspace: Workspace) -> RequestView:
         """The relative-paths view, kept across runs: a message of the kept history is

@@ -17,6 +17,7 @@ import fcntl
 import hashlib
 import os
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 
 from xclaw.core.errors import ConfigError
@@ -42,9 +43,18 @@ def release_lock(fd: int) -> None:
 
 
 def _lock_path(session_id: str) -> Path:
-    folder = made_dir(data_dir() / "locks")
+    return made_dir(_locks(data_dir())) / _lock_name(session_id)
+
+
+@lru_cache(maxsize=16)
+def _locks(data: Path) -> Path:
+    return data / "locks"
+
+
+@lru_cache(maxsize=1024)
+def _lock_name(session_id: str) -> str:
     # a digest: any session id is a safe file name, and ids never collide with each other
-    return folder / (hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".lock")
+    return hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".lock"
 
 
 @contextlib.contextmanager

@@ -212,12 +212,23 @@ def _v2_child_sessions(conn: Connection) -> None:
     index.create(conn)
 
 
+def _v3_steps_by_number(conn: Connection) -> None:
+    """Each gateway turn reads a session's highest step number (``queries.COUNTERS``): with
+    this index one seek, instead of a visit to every step of the session (about 1 ms a turn
+    at 1,000 turns, measured). Not in the table's metadata, so v1 stays as it was released;
+    the statement is the same on SQLite and PostgreSQL."""
+    conn.exec_driver_sql(
+        "CREATE INDEX IF NOT EXISTS ix_steps_session_number ON steps (session_id, number)"
+    )
+
+
 Migration = Callable[[Connection], None]
 
 # Applied in key order; never edit a released entry, add the next version instead.
 MIGRATIONS: dict[int, Migration] = {
     1: _v1_create_tables,
     2: _v2_child_sessions,
+    3: _v3_steps_by_number,
 }
 
 CURRENT_VERSION = max(MIGRATIONS)

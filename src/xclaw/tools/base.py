@@ -16,7 +16,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from xclaw.core.messages import ToolResult
-from xclaw.core.sandbox import Sandbox
+from xclaw.core.sandbox import Sandbox, SandboxSource, sandbox_from
 from xclaw.core.state import RunControl
 from xclaw.core.tooling import NO_ACCESS, Access, Grant, OutputSink, Risk, ToolSpec
 from xclaw.policy.paths import ResolvedPath, resolve_inside_root
@@ -38,15 +38,21 @@ class Workspace:
     changed_files: list[str] = field(default_factory=list)
     sandbox: Sandbox | None = None  # chosen on first use unless set
     sandbox_warning: str = ""
+    # Where the first use takes it from when it is not set: the caller's sandbox or factory
+    # (made only then: a run that starts no program makes none), else the user's config.
+    sandbox_source: SandboxSource = None
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve(strict=True)
 
     def get_sandbox(self) -> Sandbox:
-        """The session's sandbox: the one set by the caller (entry points pass the one of the
-        resolved configuration), else ``session_sandbox`` of the user's configuration. Not
-        the project file's: this runs inside policy checks, where a broken project file must
-        not fail a call, and a project file may not widen the sandbox anyway."""
+        """The session's sandbox: the one set by the caller, or made from its
+        ``sandbox_source`` now (entry points pass the one of the resolved configuration),
+        else ``session_sandbox`` of the user's configuration. Not the project file's: this
+        runs inside policy checks, where a broken project file must not fail a call, and a
+        project file may not widen the sandbox anyway."""
+        if self.sandbox is None and self.sandbox_source is not None:
+            self.sandbox = sandbox_from(self.sandbox_source)
         if self.sandbox is None:
             from xclaw.config import load_config
             from xclaw.sandbox.resolve import session_sandbox
