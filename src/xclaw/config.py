@@ -40,6 +40,9 @@ def project_may_set(*values: str) -> dict[str, Any]:
 
 
 class LimitsConfig(BaseModel):
+    """Where a run stops as interrupted. ``max_turns`` and ``wall_time_s`` count one run: a
+    ``run``, a ``resume``, or one gateway message of a chat, never the session's earlier turns."""
+
     model_config = ConfigDict(extra="forbid")
     max_turns: int = Field(200, ge=1)
     turn_timeout_s: float = Field(600.0, gt=0)

@@ -343,3 +343,38 @@ def test_a_transcript_round_trip_keeps_the_message_shape() -> None:
     """The kept messages are those read back from the store's JSON, not the live ones."""
     items = _items()
     assert items_to_messages(json.loads(json.dumps(items))) == items_to_messages(items)
+
+
+async def test_max_turns_counts_each_message_s_run_not_the_session(
+    project: Path, store: SqliteStore
+) -> None:
+    """A chat's later messages get the whole turn budget: 2 model turns each here, 12 in all
+    (before, the session stopped answering once its history held ``max_turns`` turns)."""
+    from xclaw import FunctionModel, Limits
+    from xclaw.core.messages import ToolCallPart
+    from xclaw.models.base import ModelTurn
+
+    model = ScriptedModel(SCRIPT)
+    agent = Agent(
+        model, project, store=store, evidence_gate_enabled=False, limits=Limits(max_turns=2)
+    )
+    first = await agent.run("message 0")
+    assert first.status == "completed", first.reason
+    for n in range(1, 6):
+        result = await agent.follow_up(first.session_id, f"message {n}")
+        assert result.status == "completed", result.reason
+        assert result.reply == f"reply {n}"
+
+    def read_again(_messages: Any, _request: Any) -> ModelTurn:
+        return ModelTurn(tool_calls=[ToolCallPart(f"c{next(ids)}", "fs.read", {"path": "a"})])
+
+    ids = iter(range(100))
+    stuck = Agent(
+        FunctionModel(read_again),
+        project,
+        store=store,
+        evidence_gate_enabled=False,
+        limits=Limits(max_turns=2),
+    )
+    over = await stuck.follow_up(first.session_id, "one more")
+    assert over.status == "interrupted" and over.reason.startswith("LIMIT_TURNS")

@@ -103,7 +103,7 @@ def check_limits(state: RunState, limits: Limits) -> None:
         raise RunCancelled("cancelled by the user")
     if state.control.pause_requested:
         raise LimitExceeded("paused at your request", code="RUN_PAUSED")
-    if state.turn >= limits.max_turns:
+    if state.turn - state.first_turn >= limits.max_turns:
         raise LimitExceeded(
             f"reached the limit of {limits.max_turns} model turns", code="LIMIT_TURNS"
         )

@@ -98,6 +98,13 @@ class RunState:
     reply: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     history: Callable[[], list[ToolCallRecord]] | None = None  # earlier runs, built on demand
+    # The session's turn when this run began: ``limits.max_turns`` counts this run's model
+    # turns, as ``wall_time_s`` counts its time (a chat's hundredth message is not refused
+    # for the turns of the ninety-nine before it).
+    first_turn: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.first_turn = self.turn
 
     def all_records(self) -> list[ToolCallRecord]:
         """This session's tool calls, earlier runs first (a resume builds those lazily, so
