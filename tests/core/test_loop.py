@@ -422,3 +422,30 @@ async def test_caller_cancellation_propagates(root: Path) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_a_sandbox_that_cannot_be_made_refuses_the_call_not_the_run(root: Path) -> None:
+    """The sandbox is made when a command first needs it, inside the policy's check: a
+    failure there is the call's coded result, and the model goes on."""
+    from xclaw.core.errors import ConfigError
+
+    def factory() -> Any:
+        raise ConfigError("the sandbox went away", code="SANDBOX_UNAVAILABLE", hint="Fix it.")
+
+    call = {
+        "tool_calls": [
+            {"id": "c1", "name": "terminal.exec", "arguments": {"program": "echo", "argv": ["x"]}}
+        ]
+    }
+    agent = Agent(
+        ScriptedModel([call, "could not run it"]),
+        root,
+        approval="allow",
+        sandbox=factory,
+        evidence_gate_enabled=False,
+    )
+    result = await agent.run("run echo")
+    assert result.status == "completed", result.reason
+    (record,) = result.tool_calls
+    assert not record.result.ok and record.result.error_code == "SANDBOX_UNAVAILABLE"
+    assert "nothing ran" in record.result.message and record.result.hint == "Fix it."

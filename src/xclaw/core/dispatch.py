@@ -11,7 +11,7 @@ import asyncio
 import time
 from typing import Protocol
 
-from xclaw.core.errors import LimitExceeded
+from xclaw.core.errors import LimitExceeded, XclawError
 from xclaw.core.events import Event, EventBus, EventType
 from xclaw.core.limits import Limits
 from xclaw.core.messages import Message, ToolCallPart, ToolResult, ToolResultPart
@@ -217,7 +217,14 @@ async def _authorize(
     unseen = await deps.toolbox.inspect(prepared)  # the target it acts on, looked at first
     if unseen is not None:
         return unseen
-    decision = deps.policy.evaluate(prepared)
+    try:
+        decision = deps.policy.evaluate(prepared)
+    except XclawError as err:  # e.g. the session's sandbox, made on first use, could not be
+        return ToolResult.failure(
+            err.code,
+            f"{prepared.call.name} could not be checked: {err.message}; nothing ran.",
+            hint=err.hint or "Fix what the message names, then call it again.",
+        )
     prepared.decision = decision
     if decision.action == "deny":
         return deps.policy.refusal(decision, by_user=False)
