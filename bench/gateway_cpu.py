@@ -20,6 +20,11 @@ the median round is shown, with the spread. The ratios printed are ours/peer; th
 against the bare floor, is at most 2x. The durable floor is not the target's peer: it shows
 how much of the gap the commits alone are.
 
+``--base-src DIR`` adds a fourth server, ``xclaw-base``: the same gateway with xclaw imported
+from DIR (the ``src`` of another checkout, e.g. ``git worktree add /tmp/base REV``), in the
+same rounds, so a change's gain is measured against its base on the same load at the same
+moments (runs one after another drift by ±10% on a shared machine).
+
 ``--profile FILE`` runs the gateway under cProfile and writes its stats to FILE when it stops
 (read with ``python -m pstats FILE``); the CPU figures of such a run include the profiler.
 
@@ -106,6 +111,9 @@ def serve_profiled(root: Path, port_file: Path, deltas: int, out: Path) -> None:
 
 
 def start(kind: str, args: argparse.Namespace, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
+    if kind == "xclaw-base":
+        env = {"PYTHONPATH": str(args.base_src)}
+        return spawn_server(__file__, "xclaw", kind, args.deltas, tmp, [], env)
     extra = ["--profile", str(args.profile)] if kind == "xclaw" and args.profile else []
     return spawn_server(__file__, kind, kind, args.deltas, tmp, extra)
 
@@ -154,7 +162,7 @@ def report(figures: dict[str, list[float]], args: argparse.Namespace) -> None:
     for kind, values in figures.items():
         medians[kind] = statistics.median(values)
         print(
-            f"  {kind:<8} {medians[kind]:6.2f} ms/turn (rounds {min(values):.2f}-"
+            f"  {kind:<10} {medians[kind]:6.2f} ms/turn (rounds {min(values):.2f}-"
             f"{max(values):.2f}; one core: ~{1000 / max(medians[kind], 1e-3):.0f} turns/s)"
         )
     if "xclaw" in medians and "floor" in medians:
@@ -163,6 +171,9 @@ def report(figures: dict[str, list[float]], args: argparse.Namespace) -> None:
         print(
             f"  xclaw/floor server CPU per turn: {ratio:.2f}x (target <= {TARGET:.0f}x: {verdict})"
         )
+    if "xclaw" in medians and "xclaw-base" in medians:
+        ratio = medians["xclaw"] / max(medians["xclaw-base"], 1e-3)
+        print(f"  xclaw/xclaw-base server CPU per turn: {ratio:.3f}x (this tree against its base)")
     if "xclaw" in medians and "floor+db" in medians:
         ratio = medians["xclaw"] / max(medians["floor+db"], 1e-3)
         print(
@@ -179,6 +190,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--wait", type=float, default=60.0, help="longest wait for a frame, s")
     parser.add_argument("--only", choices=KINDS, help="run one server only")
     parser.add_argument("--profile", type=Path, help="cProfile the gateway, stats to this file")
+    parser.add_argument("--base-src", type=Path, help="also run xclaw from this src dir")
     parser.add_argument("--serve", choices=KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--port-file", type=Path, help=argparse.SUPPRESS)
@@ -196,6 +208,10 @@ def main(argv: list[str]) -> int:
         serve_durable_floor(args.root, args.port_file, args.deltas)
         return 0
     kinds = [args.only] if args.only else list(KINDS)
+    if args.base_src is not None:
+        if not (args.base_src / "xclaw" / "__init__.py").is_file():
+            parser.error(f"--base-src {args.base_src}: no xclaw package there (give its src dir)")
+        kinds.insert(1, "xclaw-base")
     with tempfile.TemporaryDirectory() as tmp_name:
         procs = {kind: start(kind, args, Path(tmp_name)) for kind in kinds}
         try:

@@ -366,15 +366,22 @@ def start_server(
 
 
 def spawn_server(
-    script: str, kind: str, tag: str, deltas: int, tmp: Path, extra: list[str]
+    script: str,
+    kind: str,
+    tag: str,
+    deltas: int,
+    tmp: Path,
+    extra: list[str],
+    env: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """``script --serve KIND`` in its own process, data and config dirs (named by ``tag``);
-    returns it and its WebSocket URL once it listens. Shared by the gateway benches."""
+    """``script --serve KIND`` in its own process, data and config dirs (named by ``tag``),
+    with ``env`` added to its environment; returns it and its WebSocket URL once it listens.
+    Shared by the gateway benches."""
     port_file = tmp / f"{tag}.port"
     root = tmp / f"{tag}-root"
     root.mkdir()
     (root / "notes.txt").write_text("build: passing\nrelease: tagged\n")
-    env = {**os.environ, "XDG_DATA_HOME": str(tmp / f"{tag}-data")}
+    env = {**os.environ, **(env or {}), "XDG_DATA_HOME": str(tmp / f"{tag}-data")}
     env["XDG_CONFIG_HOME"] = str(tmp / f"{tag}-config")
     cmd = [sys.executable, script, "--serve", kind, "--root", str(root)]
     cmd += ["--port-file", str(port_file), "--deltas", str(deltas), *extra]

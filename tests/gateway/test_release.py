@@ -1,8 +1,8 @@
 """A session the gateway lets go is freed at once, not left for a full garbage collection.
 
 Its agent and the live session refer to each other (the agent's approver asks the session): a
-cycle like that outlives its turn until the cyclic GC walks the whole heap, about 0.1 s each
-time on two cores. The check runs with the collector off, so only reference counting frees.
+cycle like that outlives its turn until the cyclic GC walks the whole heap. The check runs
+with the collector off, so only reference counting frees.
 """
 
 from __future__ import annotations

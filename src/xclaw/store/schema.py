@@ -214,8 +214,8 @@ def _v2_child_sessions(conn: Connection) -> None:
 
 def _v3_steps_by_number(conn: Connection) -> None:
     """Each gateway turn reads a session's highest step number (``queries.COUNTERS``): with
-    this index one seek, instead of a visit to every step of the session (about 1 ms a turn
-    at 1,000 turns, measured). Not in the table's metadata, so v1 stays as it was released;
+    this index one seek, instead of a visit to every step of the session, a cost that grew
+    with every turn. Not in the table's metadata, so v1 stays as it was released;
     the statement is the same on SQLite and PostgreSQL."""
     conn.exec_driver_sql(
         "CREATE INDEX IF NOT EXISTS ix_steps_session_number ON steps (session_id, number)"

@@ -290,8 +290,8 @@ def _make_engine(path: Path, store: SqliteStore) -> Engine:
         # A checkpoint every 4,000 WAL pages (16 MB) instead of 1,000: a turn rewrites the
         # same few pages (its session's rows, the index edges), and a checkpoint copies each
         # page once however often it changed since the last one, so fewer of them cost less
-        # CPU per commit (about 12% of a gateway turn's commit, measured). The WAL file keeps
-        # its largest size on disk: about 16 MB in steady use.
+        # CPU per commit. The WAL file keeps its largest size on disk: about 16 MB in steady
+        # use.
         cur.execute("PRAGMA wal_autocheckpoint = 4000")
         cur.execute("PRAGMA foreign_keys = ON")
         cur.execute("PRAGMA mmap_size = 268435456")  # reads of long transcripts skip copies
