@@ -264,3 +264,57 @@ def _spawn(launch: Launch) -> subprocess.CompletedProcess[str]:
         timeout=30,
         check=False,
     )
+
+
+_KILLED_OWNER = """
+import shutil, sys, time
+from xclaw.sandbox.netns import SessionNetwork
+net = SessionNetwork(shutil.which("bwrap"))
+net.ensure()
+print(net.socket_path, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_killed_xclaw_s_network_folder_is_swept_and_live_ones_are_kept(tmp_path: Path) -> None:
+    from xclaw.sandbox.netns import SessionNetwork, sweep_stale_dirs
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_OWNER], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert owner.stdout is not None
+    with owner.stdout:
+        killed_sock = Path(owner.stdout.readline().strip())
+    owner.kill()
+    owner.wait()
+    for _ in range(200):  # the holder dies with it (SIGKILL from bwrap); its folder stays
+        try:
+            with socket.socket(socket.AF_UNIX) as probe:
+                probe.connect(str(killed_sock))
+        except ConnectionRefusedError:
+            break
+        subprocess.run(["sleep", "0.05"], check=True)
+    assert killed_sock.parent.is_dir()
+
+    live = SessionNetwork(shutil.which("bwrap") or "bwrap")
+    old_empty, young_empty = tmp / "xclaw-net-old", tmp / "xclaw-net-young"
+    old_empty.mkdir()
+    young_empty.mkdir()
+    os.utime(old_empty, (1, 1))
+    elsewhere = tmp_path / "keep"
+    elsewhere.mkdir()
+    (tmp / "xclaw-net-link").symlink_to(elsewhere)
+    assert sweep_stale_dirs(str(tmp)) == 2
+    assert not killed_sock.parent.exists() and not old_empty.exists()
+    assert young_empty.is_dir() and elsewhere.is_dir()
+    try:
+        tempfile.tempdir = str(tmp)  # the live holder's folder goes there too
+        live.ensure()
+        assert sweep_stale_dirs(str(tmp)) == 0
+        assert Path(live.socket_path).exists() and young_empty.is_dir() and elsewhere.is_dir()
+    finally:
+        tempfile.tempdir = None
+        live.close_sync()

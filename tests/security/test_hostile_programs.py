@@ -86,8 +86,8 @@ PROGRAMS: dict[str, tuple[str, str]] = {
         "py",
         "def walk():\n"
         "    for d, _, fs in os.walk('/tmp'):\n"
-        "        if d.startswith(os.getcwd()):\n"
-        "            continue  # the project itself (cfg.json holds the needles)\n"
+        "        if d.startswith((os.getcwd(), *C['toolchains'])):\n"
+        "            continue  # the project (cfg.json holds the needles), read-only toolchains\n"
         "        for f in fs:\n"
         "            try:\n"
         "                t = read(os.path.join(d, f))\n"
@@ -357,6 +357,9 @@ def test_hostile_program(
         "site": str(_site_packages()),
         "tool": str(_toolchain()),
         "needles": [SECRET, KEY_VALUE],
+        # This interpreter's trees, bound read-only: under /tmp when the checkout is, and
+        # reading a whole venv would take longer than the program's time.
+        "toolchains": sorted({sys.prefix, sys.base_prefix}),
     }
     (root / "cfg.json").write_text(json.dumps(cfg))
     kind, source = PROGRAMS[name]

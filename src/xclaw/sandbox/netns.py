@@ -16,9 +16,12 @@ import functools
 import os
 import select
 import shutil
+import socket
+import stat
 import subprocess
 import sys
 import tempfile
+import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +30,8 @@ from xclaw.core.errors import ToolError
 
 _HOLDER = Path(__file__).with_name("_holder.py")
 _READY_TIMEOUT_S = 10.0
+_DIR_PREFIX = "xclaw-net-"
+_STARTING_S = 120.0  # a folder without a socket this young may be a holder starting up
 
 
 class SessionNetwork:
@@ -52,7 +57,8 @@ class SessionNetwork:
         if h.proc is not None and h.proc.poll() is None:
             return
         self.close_sync()
-        h.dir = tempfile.mkdtemp(prefix="xclaw-net-")
+        _sweep_once()
+        h.dir = tempfile.mkdtemp(prefix=_DIR_PREFIX)
         uid = gid = None
         if self._run_as is not None:  # the holder's namespaces must belong to that user
             uid, gid = self._run_as
@@ -206,6 +212,64 @@ class _Holder:
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
+
+
+@functools.cache
+def _sweep_once() -> int:
+    return sweep_stale_dirs()
+
+
+def sweep_stale_dirs(parent: str | None = None) -> int:
+    """Remove the socket folders of holders that are gone; returns how many.
+
+    A holder dies with its xclaw by SIGKILL (bwrap's ``--die-with-parent``), so a killed
+    xclaw leaves its folder behind. A folder is stale when nothing listens on its socket any
+    more (whatever PID namespace the holder was in), or when it has no socket and is older
+    than a holder takes to start. Only real folders (not links) of this user are touched;
+    root's, of any user.
+    """
+    parent = parent or tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(_DIR_PREFIX)]
+    except OSError:
+        return 0
+    euid, removed = os.geteuid(), 0
+    for name in names:
+        path = os.path.join(parent, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or (euid != 0 and st.st_uid != euid):
+            continue
+        if _listening(os.path.join(path, "bridge.sock"), st.st_mtime):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed += not os.path.lexists(path)
+    return removed
+
+
+def _listening(sock_path: str, folder_mtime: float) -> bool:
+    """Someone may still use this folder: its socket answers, or it is too young to tell."""
+    try:
+        st = os.lstat(sock_path)
+    except FileNotFoundError:
+        return time.time() - folder_mtime < _STARTING_S
+    except OSError:
+        return True
+    if not stat.S_ISSOCK(st.st_mode):
+        return True  # not a holder's folder as we make them: not ours to judge
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(sock_path)
+    except (ConnectionRefusedError, FileNotFoundError):
+        return False
+    except OSError:
+        return True
+    finally:
+        probe.close()
+    return True
 
 
 def _interpreter(run_as: tuple[int, int] | None) -> str:
