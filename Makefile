@@ -89,6 +89,7 @@ bench: deps
 	$(BIN)/python bench/browser_content.py
 	$(BIN)/python bench/gateway_load.py
 	$(BIN)/python bench/gateway_cpu.py
+	$(BIN)/python bench/long_chat.py
 	$(BIN)/python bench/agents_debate.py
 	$(BIN)/python bench/scan_corpus.py
 	$(BIN)/python bench/memory_search.py --sizes 10000,100000,1000000 --milvus-sizes 10000,100000,1000000

@@ -22,7 +22,7 @@ import pytest
 from xclaw import Agent, ScriptedModel
 from xclaw.coding import agent as agent_module
 from xclaw.coding.relative_paths import RootRewriter
-from xclaw.core.messages import Message
+from xclaw.core.messages import Message, TextPart
 from xclaw.store.base import SessionRecord, TranscriptItem
 from xclaw.store.recorder import LiveTranscript
 from xclaw.store.sqlite import SqliteStore
@@ -139,6 +139,29 @@ def test_the_open_message_is_one_object_until_something_joins_it() -> None:
     tail = built.messages()[-1]
     built.extend(items[5:7])  # the tool outputs close it: the object handed out stays
     assert built.messages()[1] is tail
+
+
+def test_adopted_messages_are_the_caller_s_objects_and_mean_the_same() -> None:
+    items = _items()
+    own = items_to_messages(items)  # equal to what the items make, other objects
+    built = TranscriptMessages()
+    built.extend(items)
+    assert not any(a is b for a, b in zip(built.messages(), own, strict=True))
+    assert built.adopt(own) == len(own)
+    assert all(a is b for a, b in zip(built.messages(), own, strict=True))
+    assert built.adopt(own) == 0  # already held: nothing to compare
+    # Aligned at the end, up to the first message that differs: a compacted run's messages
+    changed = [Message.user("a note instead"), *own[3:]]
+    again = TranscriptMessages()
+    again.extend(items)
+    assert again.adopt(changed) == len(own) - 3
+    held = again.messages()
+    assert [m is c for m, c in zip(held[3:], changed[1:], strict=True)] == [True] * (len(own) - 3)
+    assert held == items_to_messages(items)
+    again.extend(message_to_items(Message("assistant", (TextPart("and more"),))))
+    assert again.messages() == items_to_messages(
+        [*items, *message_to_items(Message("assistant", (TextPart("and more"),)))]
+    )
 
 
 def test_a_kept_transcript_stands_only_for_its_own_session_and_counters() -> None:
@@ -291,6 +314,47 @@ def test_an_agent_keeps_only_its_last_few_sessions_and_no_long_one(
     monkeypatch.setattr(agent_module, "KEPT_ITEMS", 5)
     asyncio.run(agent.follow_up(sids[-1], "one more"))  # 9 items now
     assert sids[-1] not in agent._transcripts
+
+
+def test_the_kept_transcript_holds_the_run_s_own_messages(
+    project: Path, store: SqliteStore
+) -> None:
+    agent, _model = _agent(project, store)
+    sid = asyncio.run(agent.run("read the notes")).session_id
+    for n in range(3):
+        result = asyncio.run(agent.follow_up(sid, f"turn {n}"))
+        kept = _kept(agent, sid)
+        assert len(kept) == len(result.messages) - 1  # all but the system message
+        assert all(a is b for a, b in zip(kept, result.messages[1:], strict=True))
+        assert kept == _stored(store, sid)
+
+
+def test_earlier_writes_are_counted_once_not_again_every_turn(
+    project: Path, store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from xclaw.tools.base import Workspace
+
+    noted: list[str] = []
+    real = Workspace.note_change
+
+    def note_change(self: Workspace, rel: str) -> None:
+        noted.append(rel)
+        real(self, rel)
+
+    monkeypatch.setattr(Workspace, "note_change", note_change)
+    write = {"tool_calls": [{"name": "fs.write", "arguments": {"path": "log.txt", "content": "x"}}]}
+    script: list[Any] = [t for n in range(8) for t in (write, f"wrote {n}")]
+    agent = Agent(ScriptedModel(script), project, store=store, evidence_gate_enabled=False)
+    sid = asyncio.run(agent.run("write the log")).session_id
+    per_turn = []
+    for n in range(4):
+        before = len(noted)
+        result = asyncio.run(agent.follow_up(sid, f"turn {n}"))
+        per_turn.append(len(noted) - before)
+        assert result.metrics.tool_calls == n + 2 and result.metrics.failed_calls == 0
+        assert agent._scans[sid].written == ["log.txt"]
+    # one write more each turn: the earlier ones are known by their path, not read again
+    assert per_turn == [2, 2, 2, 2]  # the earlier runs' path, and this run's write
 
 
 # -- the relative-paths view ----------------------------------------------------------------

@@ -165,7 +165,7 @@ class Agent:
         )
         state.append(Message.user(task_message(task)), "user_input")
         result = await self._drive(state, self._workspace(sid))
-        self._keep(recorder)
+        self._keep(recorder, state)
         return result
 
     async def resume(
@@ -220,7 +220,7 @@ class Agent:
         result = await self._drive(
             state, workspace, settle=interrupted, resuming=True, fresh_context=restart
         )
-        self._keep(recorder)
+        self._keep(recorder, state)
         return result
 
     async def follow_up(
@@ -264,7 +264,7 @@ class Agent:
             resuming=True,
             fresh_context=lambda: state.append(Message.user(text), "user_input"),
         )
-        self._keep(recorder)
+        self._keep(recorder, state)
         return result
 
     def _restore_evidence(self, state: RunState, workspace: Workspace) -> None:
@@ -276,7 +276,7 @@ class Agent:
         while len(self._scans) > KEPT_SESSIONS:
             del self._scans[next(iter(self._scans))]
 
-        def earlier() -> list[ToolCallRecord]:
+        def earlier() -> tuple[list[ToolCallRecord], int]:
             enabled = gc.isenabled()
             gc.disable()  # thousands of small acyclic objects: no collections meanwhile
             try:
@@ -284,11 +284,9 @@ class Agent:
             finally:
                 if enabled:
                     gc.enable()
-            for rec in records:
-                path = rec.input.get("path")
-                if rec.result.ok and rec.risk == "write" and isinstance(path, str):
-                    workspace.note_change(path)
-            return records
+            for path in scan.written:
+                workspace.note_change(path)
+            return records, scan.failed
 
         state.history = earlier
 
@@ -379,14 +377,16 @@ class Agent:
         recorder.llm_step = live.llm_step
         return recorder, live.messages.messages(), live.turn
 
-    def _keep(self, recorder: Recorder) -> None:
+    def _keep(self, recorder: Recorder, state: RunState) -> None:
         """After a run: its session's transcript, as committed, for the next turn (the most
-        recent few sessions, none longer than ``KEPT_ITEMS`` items)."""
+        recent few sessions, none longer than ``KEPT_ITEMS`` items), holding the run's own
+        message objects where they are the same messages (``TranscriptMessages.adopt``)."""
         if not isinstance(recorder, SessionRecorder) or recorder.transcript is None:
             return
         live = recorder.transcript
         if live.messages.count > KEPT_ITEMS:
             return
+        live.messages.adopt(state.messages)
         self._transcripts.pop(live.session_id, None)
         self._transcripts[live.session_id] = live
         while len(self._transcripts) > KEPT_SESSIONS:

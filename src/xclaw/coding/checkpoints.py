@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 from xclaw.core.hooks import AfterTools
@@ -12,6 +13,8 @@ from xclaw.tools.base import Workspace
 
 
 def build_checkpoint(state: RunState, workspace: Workspace) -> dict[str, Any]:
+    records = state.all_records()
+    last_runs = islice((r for r in reversed(records) if r.name == "terminal.exec"), 10)
     verification = [
         {
             "command": [r.input.get("program"), *r.input.get("argv", [])],
@@ -19,12 +22,11 @@ def build_checkpoint(state: RunState, workspace: Workspace) -> dict[str, Any]:
             "exit_code": r.result.data.get("exit_code"),
             "turn": r.turn,
         }
-        for r in state.all_records()
-        if r.name == "terminal.exec"
-    ][-10:]
+        for r in reversed(list(last_runs))
+    ]
     open_items = [
         f"{r.name} failed at turn {r.turn}: {r.result.error_code}"
-        for r in state.all_records()[-20:]
+        for r in records[-20:]
         if not r.result.ok
     ]
     return {

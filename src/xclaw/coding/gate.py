@@ -36,6 +36,8 @@ def _is_verification(rec: ToolCallRecord) -> bool:
 
 def evidence_gate(state: RunState) -> str | None:
     wants_change, wants_verify = task_requirements(state.task)
+    if not (wants_change or wants_verify):
+        return None  # an ordinary chat message: the session's calls need not be read
     records = state.all_records()
     if wants_change and not any(r.result.ok and not r.read_only for r in records):
         return (

@@ -38,6 +38,13 @@ class RecordScan:
         self._records: list[ToolCallRecord] = []
         self._calls: dict[str, tuple[ToolCallPart, int]] = {}
         self._turn = 0
+        self._written: dict[str, None] = {}  # of the records above, in order
+        self._failed = 0  # of the records above
+        self.written: list[str] = []
+        """The paths written by the records ``records`` last returned, each once, in the
+        order they were first written: kept as the scan goes, not read from them again."""
+        self.failed = 0
+        """How many of the records ``records`` last returned failed (kept the same way)."""
 
     def records(self, messages: Sequence[Message]) -> list[ToolCallRecord]:
         """The records of ``messages``: a new list, earlier calls first."""
@@ -48,13 +55,32 @@ class RecordScan:
         # in): it is read on a copy of the state, and again next time.
         settled = max(known, len(messages) - 1)
         self._read.extend(messages[known:settled])
+        count = len(self._records)
         self._turn = _scan(
             messages[known:settled], self._records, self._calls, self._turn, self.kinds
         )
+        self._failed += _note(self._records[count:], self._written)
         out = list(self._records)
+        written, failed = self._written, self._failed
         if settled < len(messages):
             _scan(messages[settled:], out, dict(self._calls), self._turn, self.kinds)
+            written = dict(written)
+            failed += _note(out[len(self._records) :], written)
+        self.written, self.failed = list(written), failed
         return out
+
+
+def _note(records: Sequence[ToolCallRecord], written: dict[str, None]) -> int:
+    """Add the paths ``records`` wrote to ``written``; how many of them failed."""
+    failed = 0
+    for rec in records:
+        if not rec.result.ok:
+            failed += 1
+            continue
+        path = rec.input.get("path")
+        if rec.risk == "write" and isinstance(path, str):
+            written.setdefault(path, None)
+    return failed
 
 
 def _scan(

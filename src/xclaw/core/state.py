@@ -97,7 +97,8 @@ class RunState:
     reason: str = ""
     reply: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
-    history: Callable[[], list[ToolCallRecord]] | None = None  # earlier runs, built on demand
+    # Earlier runs' calls, built on demand: the records and how many of them failed.
+    history: Callable[[], tuple[list[ToolCallRecord], int]] | None = None
     # The session's turn when this run began: ``limits.max_turns`` counts this run's model
     # turns, as ``wall_time_s`` counts its time (a chat's hundredth message is not refused
     # for the turns of the ninety-nine before it).
@@ -110,9 +111,9 @@ class RunState:
         """This session's tool calls, earlier runs first (a resume builds those lazily, so
         continuing a long session does not wait for them)."""
         if self.history is not None:
-            earlier, self.history = self.history(), None
+            (earlier, failed), self.history = self.history(), None
             self.records[:0] = earlier
-            self.failed_calls += sum(1 for r in earlier if not r.result.ok)
+            self.failed_calls += failed
         return self.records
 
     def append(

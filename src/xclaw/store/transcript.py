@@ -9,7 +9,7 @@ Items: ``message`` (user/assistant), ``function_call``, ``function_call_output``
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic_core import from_json
@@ -133,6 +133,30 @@ class TranscriptMessages:
                 pending.append(part)
             tail = None
         self._pending, self._role, self._tail, self.count = pending, role, tail, count
+
+    def adopt(self, own: Sequence[Message]) -> int:
+        """Hold the caller's own message objects where they equal the last messages here
+        (aligned at the end, up to the first that differs or is already the same object);
+        returns how many were taken.
+
+        A run's messages come back from the store as new, equal objects. What reads a
+        conversation once (the relative-paths view, the scan of earlier calls) knows it again
+        next turn only by identity, so without this it would read it all again every turn.
+        Only an equal message is replaced, so ``messages()`` means what it meant."""
+        taken, i = 0, len(own) - 1
+        if self._pending and i >= 0:
+            tail = self.messages()[-1]
+            if tail is not own[i] and tail == own[i]:
+                self._tail, taken = own[i], 1
+            elif tail is not own[i]:
+                return 0
+            i -= 1
+        done = self._done
+        j = len(done) - 1
+        while i >= 0 and j >= 0 and done[j] is not own[i] and done[j] == own[i]:
+            done[j] = own[i]
+            taken, i, j = taken + 1, i - 1, j - 1
+        return taken
 
     def messages(self) -> list[Message]:
         """A new list (the caller may append to it); the messages themselves are shared."""
