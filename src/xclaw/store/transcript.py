@@ -141,8 +141,9 @@ class TranscriptMessages:
 
         A run's messages come back from the store as new, equal objects. What reads a
         conversation once (the relative-paths view, the scan of earlier calls) knows it again
-        next turn only by identity, so without this it would read it all again every turn.
-        Only an equal message is replaced, so ``messages()`` means what it meant."""
+        next turn with ``starts_with``: the same objects at C speed, equal ones field by field
+        and, as keys of its caches, not at all. Only an equal message is replaced, so
+        ``messages()`` means what it meant."""
         taken, i = 0, len(own) - 1
         if self._pending and i >= 0:
             tail = self.messages()[-1]
